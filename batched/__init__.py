@@ -1,0 +1,1 @@
+"""The batched MTP bootstrap step and the batched model operations it calls."""

@@ -1,0 +1,295 @@
+"""`BatchedMtpModel`: the batched operations of the bootstrap step on top of `TinyMtpModel`.
+
+Each operation checks its preconditions on the host first (a violated one is a `ModelError` with the
+operation's context and nothing changed), packs all per-row integers into one int64 tensor copied to
+the device once, and then runs as one pass over the rows: no per-row loop on the device side, and no
+host sync except where a result must reach the host (`argmax_batch`'s tokens; a propose's drafts,
+confidences, and the finiteness check of its input rows, made before anything is written).
+
+In exact numerics the passes use the per-sequence kernels on the same tile-padded shapes, so every
+row's logits, drafts, confidences, cache writes and SSM states are bit-equal to the per-sequence
+operations'. In fast numerics they run native batched kernels on the real row count.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from reference.errors import ModelError
+from reference.model.checks import check_propose, check_rank
+from reference.model.drafter import draft_span_blocks, drafter_rows
+from reference.model.kernels import argmax_rows, softmax_confidence
+from reference.model.model import TinyMtpModel
+from reference.model.paged_kv import RowMeta, pack_sections, padded_table, row_meta, row_sections
+from reference.state import SequenceState
+
+
+class BatchedMtpModel(TinyMtpModel):
+    """`TinyMtpModel` plus decode_batch, argmax_batch, the hidden stash and batched proposes."""
+
+    # Envelope ----------------------------------------------------------------------------------
+
+    def mtp_propose_batch_max(self) -> int:
+        return self.cfg.mtp_propose_batch_max
+
+    def propose_meta_stride(self) -> int:
+        """Drafter block-table entries packed per sequence for a batched propose."""
+        return self.meta_stride
+
+    def can_batch_verify(self, ks: list[int]) -> bool:
+        """A stash with room for len(ks) rows, no EP, no HSS, and every k in 1..max_drafts."""
+        cfg = self.cfg
+        return (
+            self.stash is not None
+            and cfg.stash_capacity >= len(ks)
+            and not cfg.ep
+            and not cfg.hss
+            and all(1 <= k <= cfg.max_drafts for k in ks)
+        )
+
+    # Decode --------------------------------------------------------------------------------------
+
+    def decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int = 0) -> torch.Tensor:
+        """Decode tokens[j] for seqs[j], all rows in one pass; rows must come sorted by SSM slot
+        (slot_idx where a sequence has none) with no slot twice. Writes hidden_states rows 0..n-1,
+        advances every seq_len and SSM slot. Returns logits [n, vocab]."""
+        try:
+            self._check_decode_batch(tokens, seqs, rank)
+        except ModelError as e:
+            raise e.context("decode_batch") from None
+        cfg, n = self.cfg, len(seqs)
+        pos = [s.seq_len for s in seqs]
+        span = cfg.main_blocks_per_seq if self.nm.exact else -(-(max(pos) + 1) // cfg.block_size)
+        with_slot = [j for j, s in enumerate(seqs) if s.ssm_slot is not None]
+        views = pack_sections(
+            [
+                tokens,
+                [0 if s.ssm_slot is None else s.ssm_slot for s in seqs],
+                [int(s.ssm_slot is not None) for s in seqs],
+                with_slot,
+                [seqs[j].ssm_slot for j in with_slot],
+                *row_sections(pos, [s.block_table for s in seqs], span, cfg.block_size),
+            ],
+            self.device,
+        )
+        tok, slot, has, rows_w, slots_w = views[:5]
+        state = self.ssm.state
+        h = torch.where(has.bool()[:, None], state[slot], 0)  # [n, S]: zeros for rows without a slot
+        hidden, logits, h_new = self._main_rows(tok, row_meta(views[5:], span), h)  # [n, H], [n, V], [n, S]
+        if with_slot:
+            state.index_copy_(0, slots_w, h_new.index_select(0, rows_w))
+        self.hidden_states[:n].copy_(hidden)
+        for s in seqs:
+            s.seq_len += 1
+        return logits
+
+    def argmax_batch(self, logits: torch.Tensor, n: int, rank: int = 0) -> list[int]:
+        """Argmax of rows 0..n-1 of logits [>= n, vocab], ties to the lowest id: one argmax launch and
+        one device-to-host copy. A row with NaN fails the call (the caller samples per row)."""
+        try:
+            check_rank(rank)
+            if logits.dim() != 2 or logits.shape[1] != self.cfg.vocab_size:
+                raise ModelError(f"logits must be [n, {self.cfg.vocab_size}], got {tuple(logits.shape)}")
+            if not (isinstance(n, int) and 1 <= n <= logits.shape[0]):
+                raise ModelError(f"n={n!r} rows out of range 1..{logits.shape[0]}")
+        except ModelError as e:
+            raise e.context("argmax_batch") from None
+        rows = logits[:n]  # [n, vocab]
+        # One device-to-host copy carries the tokens and a NaN flag per row: a NaN row has no argmax
+        # the per-row sampler would agree with (it refuses the row), so the call fails as a whole.
+        ids, has_nan = torch.stack([argmax_rows(rows), rows.isnan().any(dim=1).long()]).tolist()
+        if any(has_nan):
+            raise ModelError(f"row {has_nan.index(1)} has NaN logits").context("argmax_batch")
+        return ids
+
+    # Stash -------------------------------------------------------------------------------------
+
+    def stash_verify_hidden_rows(self, rows: list[int], rank: int = 0) -> None:
+        """stash[i] = hidden_states[rows[i]] for every i, in one gather."""
+        try:
+            check_rank(rank)
+            self._check_stash(0, "row")
+            if len(rows) > self.cfg.stash_capacity:
+                raise ModelError(f"{len(rows)} rows exceed the stash capacity {self.cfg.stash_capacity}")
+            for r in rows:
+                if not (isinstance(r, int) and 0 <= r < self.cfg.max_batch_rows):
+                    raise ModelError(
+                        f"hidden row {r!r} out of range (hidden_states has {self.cfg.max_batch_rows})"
+                    )
+        except ModelError as e:
+            raise e.context("stash_verify_hidden_rows") from None
+        if rows:
+            (idx,) = pack_sections([rows], self.device)
+            self.stash[: len(rows)].copy_(self.hidden_states.index_select(0, idx))  # type: ignore[index]
+
+    def save_hidden_for_mtp_from_stash(self, row: int, rank: int = 0) -> None:
+        """The drafter input buffer = stash[row]."""
+        try:
+            check_rank(rank)
+            self._check_stash(row, "row")
+        except ModelError as e:
+            raise e.context(f"save_hidden_for_mtp_from_stash({row})") from None
+        self.mtp_hidden_in.copy_(self.stash[row])  # type: ignore[index]
+
+    # Propose -----------------------------------------------------------------------------------
+
+    def run_mtp_propose_batched(
+        self,
+        tokens: list[int],
+        positions: list[int],
+        stash_idx: list[int],
+        k: int,
+        seqs: list[SequenceState],
+        rank: int = 0,
+        conf_out: list[list[float]] | None = None,
+    ) -> list[list[int]] | None:
+        """k greedy drafts for every member g: input hidden stash[stash_idx[g]], token tokens[g] at
+        drafter position positions[g], one drafter pass per draft position for the whole group.
+        Returns None when k > max_batched_drafts (nothing done). Drafter block tables are packed at
+        the propose-meta stride; a longer one fails with "... exceeds meta stride ..." in the chain.
+        `conf_out` (on success) is replaced by one list of confidences per member. Overwrites
+        hidden_states rows 0..n-1."""
+        op = "run_mtp_propose_batched"
+        if isinstance(k, int) and k > self.cfg.max_batched_drafts:
+            return None
+        try:
+            self._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
+        except ModelError as e:
+            raise e.context(op) from None
+        n, cfg, stride = len(seqs), self.cfg, self.meta_stride
+        if k == 0:
+            if conf_out is not None:
+                conf_out[:] = [[] for _ in range(n)]
+            return [[] for _ in range(n)]
+        steps = [[p + i for p in positions] for i in range(k)]  # drafter positions written per step
+        write_blocks = [
+            [s.draft_block_table[p // cfg.block_size] for p, s in zip(ps, seqs, strict=True)] for ps in steps
+        ]
+        propose_meta = [b for s in seqs for b in padded_table(s.draft_block_table, stride)]  # [n, stride]
+        views = pack_sections(
+            [
+                tokens,
+                stash_idx,
+                [p + 1 for p in positions],
+                *write_blocks,
+                *[[p % cfg.block_size for p in ps] for ps in steps],
+                propose_meta,
+            ],
+            self.device,
+        )
+        tok, rows, base_len = views[:3]
+        blocks, offs, meta = views[3 : 3 + k], views[3 + k : 3 + 2 * k], views[-1].view(n, stride)
+        span = draft_span_blocks(cfg, self.nm.exact, [p + k - 1 for p in positions])
+        tables = meta[:, :span] if span <= stride else torch.nn.functional.pad(meta, (0, span - stride))
+        hidden = self.stash.index_select(0, rows)  # type: ignore[union-attr]  # [n, H]
+        finite = torch.isfinite(hidden).all(dim=1)  # [n]
+        if not bool(finite.all()):
+            g = finite.tolist().index(False)
+            raise ModelError(f"member {g} (stash row {stash_idx[g]}): drafter input is not finite").context(
+                op
+            )
+        drafts, confs = [], []
+        for i in range(k):
+            step_meta = RowMeta(blocks[i], offs[i], tables, base_len + i)
+            hidden, logits = drafter_rows(self.nm, cfg, self.weights, self.draft_kv, hidden, tok, step_meta)
+            tok = argmax_rows(logits)  # [n]
+            drafts.append(tok)
+            if conf_out is not None:
+                confs.append(softmax_confidence(self.nm, logits, tok).double())
+        self.hidden_states[:n].copy_(hidden)
+        out = torch.stack(drafts).double()  # [k, n]: ids are exact in float64
+        host = torch.cat([out, torch.stack(confs)]).T.tolist() if confs else out.T.tolist()  # one D2H
+        if conf_out is not None:
+            conf_out[:] = [row[k:] for row in host]
+        return [[int(d) for d in row[:k]] for row in host]
+
+    # Checks ------------------------------------------------------------------------------------
+
+    def _check_stash(self, row: int, what: str) -> None:
+        if self.stash is None:
+            raise ModelError("hidden stash not allocated (stash_capacity 0)")
+        if not (isinstance(row, int) and 0 <= row < self.cfg.stash_capacity):
+            raise ModelError(f"stash {what} {row!r} out of range (capacity {self.cfg.stash_capacity})")
+
+    def _check_decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int) -> None:
+        """Row count and lengths, every row's decode checks, rows sorted by SSM slot (else slot; a
+        sequence without an SSM slot may share its key with one that has that SSM slot), no slot
+        or SSM slot twice, and no two rows writing the same KV position."""
+        n = len(seqs)
+        if not 1 <= n <= self.cfg.max_batch_rows:
+            raise ModelError(f"{n} rows: expected 1..{self.cfg.max_batch_rows}")
+        if len(tokens) != n:
+            raise ModelError(f"{len(tokens)} tokens for {n} rows")
+        for j, (t, s) in enumerate(zip(tokens, seqs, strict=True)):
+            try:
+                self._check_decode(t, s, rank)
+            except ModelError as e:
+                raise e.context(f"row {j}") from None
+        keys = [s.ssm_slot if s.ssm_slot is not None else s.slot_idx for s in seqs]
+        ssm = [s.ssm_slot for s in seqs if s.ssm_slot is not None]
+        if len(set(ssm)) != len(ssm):
+            raise ModelError(f"duplicate SSM slot among rows: {ssm}")
+        for j in range(1, n):
+            if keys[j] < keys[j - 1]:
+                raise ModelError(
+                    f"rows not sorted by SSM slot: row {j} (slot {keys[j]}) after row {j - 1} "
+                    f"(slot {keys[j - 1]})"
+                )
+        self._check_distinct(
+            [s.slot_idx for s in seqs],
+            [
+                (s.block_table[s.seq_len // self.cfg.block_size], s.seq_len % self.cfg.block_size)
+                for s in seqs
+            ],
+        )
+
+    def _check_propose_batched(
+        self,
+        tokens: list[int],
+        positions: list[int],
+        stash_idx: list[int],
+        k: int,
+        seqs: list[SequenceState],
+        rank: int,
+    ) -> None:
+        cfg, n = self.cfg, len(seqs)
+        check_rank(rank)
+        if not 1 <= n <= cfg.max_batch_rows:
+            raise ModelError(f"{n} members: expected 1..{cfg.max_batch_rows}")
+        if not len(tokens) == len(positions) == len(stash_idx) == n:
+            raise ModelError(
+                f"{len(tokens)} tokens, {len(positions)} positions, {len(stash_idx)} stash rows "
+                f"for {n} members"
+            )
+        for g, r in enumerate(stash_idx):
+            try:
+                self._check_stash(r, "row")
+            except ModelError as e:
+                raise e.context(f"member {g}") from None
+        for g, (t, p, s) in enumerate(zip(tokens, positions, seqs, strict=True)):
+            try:
+                check_propose(cfg, t, p, k, s, cfg.max_batched_drafts)
+            except ModelError as e:
+                raise e.context(f"member {g}") from None
+        writes = [
+            (s.draft_block_table[(p + i) // cfg.block_size], (p + i) % cfg.block_size)
+            for p, s in zip(positions, seqs, strict=True)
+            for i in range(k)
+        ]
+        self._check_distinct([s.slot_idx for s in seqs], writes)
+        for s in seqs:
+            if len(s.draft_block_table) > self.meta_stride:
+                raise ModelError(
+                    f"sequence slot {s.slot_idx}: drafter block table of {len(s.draft_block_table)} blocks "
+                    f"exceeds meta stride {self.meta_stride}"
+                ).context("pack_mtp_attn_meta")
+
+    @staticmethod
+    def _check_distinct(slots: list[int], writes: list[tuple[int, int]]) -> None:
+        """No sequence slot twice, and no KV position (block, offset) written twice."""
+        if len(set(slots)) != len(slots):
+            dup = next(s for s in slots if slots.count(s) > 1)
+            raise ModelError(f"sequence slot {dup} appears twice")
+        if len(set(writes)) != len(writes):
+            dup_w = next(w for w in writes if writes.count(w) > 1)
+            raise ModelError(f"two writes to KV block {dup_w[0]} offset {dup_w[1]}")

@@ -1,0 +1,91 @@
+"""Hypothesis profiles, device and numerics selection, and the implementation under test.
+
+Profiles: `dev` (quick, random), `ci` (deterministic, bounded, no deadline, no database: the
+default under `CI`), `nightly` (random, many examples, a persistent example database, statistics,
+observability output), `gpu` (nightly-sized on a CUDA device). Pick one with `--hypothesis-profile`
+or `MTP_VERIFY_PROFILE`; default `dev`, or `ci` when `CI` is set. Hypothesis's own `ci` profile is
+replaced by ours on purpose: the same settings, plus `print_blob` so a failure prints its blob.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from properties import impl as impl_module
+from properties.run_config import ENV_DEVICE, ENV_MAX_N, ENV_NUMERICS
+
+ROOT = Path(__file__).parent
+DB_DIR = Path(os.environ.get("MTP_VERIFY_DB", ROOT / ".hypothesis" / "examples"))
+SLOW_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+
+settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=SLOW_CHECKS)
+settings.register_profile(
+    "ci",
+    max_examples=25,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=SLOW_CHECKS,
+)
+settings.register_profile(
+    "nightly",
+    max_examples=2000,
+    deadline=None,
+    database=DirectoryBasedExampleDatabase(DB_DIR),
+    print_blob=True,
+    verbosity=Verbosity.normal,
+    phases=list(Phase),
+    suppress_health_check=SLOW_CHECKS,
+)
+settings.register_profile("gpu", parent=settings.get_profile("nightly"), max_examples=5000)
+settings.register_profile("mutants", parent=settings.get_profile("ci"), max_examples=60)
+
+ENV_PROFILE = "MTP_VERIFY_PROFILE"
+
+# The worlds are tiny: one intra-op thread is several times faster than two on a busy 2-core
+# machine, and both sides of a comparison always run with the same setting.
+torch.set_num_threads(int(os.environ.get("MTP_VERIFY_THREADS", "1")))
+
+
+def _default_profile() -> str:
+    return os.environ.get(ENV_PROFILE) or ("ci" if os.environ.get("CI") else "dev")
+
+
+settings.load_profile(_default_profile())
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mtp-verify")
+    group.addoption("--device", default=None, help="cpu, cuda, cuda:N or best (default: cpu)")
+    group.addoption("--numerics", default=None, choices=("exact", "fast"), help="numerics mode (default exact)")
+    group.addoption("--max-n", default=None, type=int, help="largest sequence mix (default 8)")
+    group.addoption("--impl", default=None, help="implementation under test as module:function")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    profile = config.getoption("hypothesis_profile", None)
+    if not profile:
+        settings.load_profile(_default_profile())
+    for opt, env in (("device", ENV_DEVICE), ("numerics", ENV_NUMERICS), ("max_n", ENV_MAX_N)):
+        value = config.getoption(opt)
+        if value is not None:
+            os.environ[env] = str(value)
+    if config.getoption("impl"):
+        impl_module.load(config.getoption("impl"))  # fail early with a clear message
+        impl_module.select(config.getoption("impl"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,208 @@
+"""The checks a property applies to one side-by-side run; each returns the mismatches it found.
+
+`check_equivalence` is the comparator (P1, P5). `check_calls` holds the implementation's model calls
+against the oracle's plan (P3). `check_logs` holds its log records, as a multiset (D3), against the
+lines the seed writes for the outcomes that happened (P7).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from properties.compare import Mismatch, compare
+from properties.faults import Call
+from properties.harness import SideBySide
+from properties.oracle import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE, expected_plan
+
+check_equivalence = compare
+
+
+def _calls(sbs: SideBySide, op: str) -> list[Call]:
+    return [c for c in sbs.impl.model.calls if c.op == op]
+
+
+def _expect(out: list[Mismatch], ok: bool, what: str, expected: object, got: object, ids: tuple[str, ...]) -> None:
+    if not ok:
+        out.append(Mismatch(None, what, str(expected), str(got), ids))
+
+
+def check_calls(sbs: SideBySide) -> list[Mismatch]:
+    """P3: one decode_batch of the rows in slot order with their last tokens; no per-sequence
+    decode; argmax_batch once exactly when two or more rows are eligible; the stash of all rows
+    exactly when a row proposes; the groups the oracle forms, with their inputs; per-sequence
+    fallbacks for the rest; one checkpoint per unfinished row."""
+    plan = expected_plan(sbs)
+    out: list[Mismatch] = []
+    decodes = _calls(sbs, "decode_batch")
+    _expect(out, len(decodes) == 1, "decode_batch calls", 1, len(decodes), ("B2",))
+    _expect(out, not _calls(sbs, "decode"), "per-sequence decode calls", 0, len(_calls(sbs, "decode")), ("B2",))
+    if len(decodes) != 1:
+        return out
+    d = decodes[0]
+    _expect(out, list(d.slots) == plan.rows, "decode_batch row order (slots)", plan.rows, list(d.slots), ("B1",))
+    _expect(out, d.detail["tokens"] == plan.tokens, "decode_batch tokens", plan.tokens, d.detail["tokens"], ("B2",))
+    if d.outcome == "err":
+        later = [c.op for c in sbs.impl.model.calls[sbs.impl.model.calls.index(d) + 1 :]]
+        _expect(out, not later, "calls after a failed decode_batch", [], later, ("B3",))
+        return out
+
+    n_eligible = sum(plan.eligible)
+    argmaxes = _calls(sbs, "argmax_batch")
+    _expect(
+        out,
+        len(argmaxes) == (1 if n_eligible >= 2 else 0),
+        "argmax_batch calls",
+        f"{1 if n_eligible >= 2 else 0} ({n_eligible} eligible rows)",
+        len(argmaxes),
+        ("B5", "B6"),
+    )
+
+    stashes = _calls(sbs, "stash_verify_hidden_rows")
+    want_stash = 1 if plan.proposing_rows else 0
+    _expect(
+        out,
+        len(stashes) == want_stash,
+        "stash_verify_hidden_rows calls",
+        f"{want_stash} (proposing rows {plan.proposing_rows})",
+        len(stashes),
+        ("B12", "B13"),
+    )
+    if stashes:
+        rows = stashes[0].detail["rows"]
+        _expect(out, rows == list(range(len(plan.rows))), "stash rows", list(range(len(plan.rows))), rows, ("B13",))
+    stash_ok = bool(stashes) and stashes[0].outcome == "ok"
+
+    groups = _calls(sbs, "run_mtp_propose_batched")
+    want_groups = [g.slots for g in plan.groups] if stash_ok else []
+    _expect(
+        out,
+        [c.slots for c in groups] == want_groups,
+        "run_mtp_propose_batched groups (slots)",
+        want_groups,
+        [c.slots for c in groups],
+        ("B14", "B15", "B16"),
+    )
+    after = {a.seq.slot_idx: a for a in sbs.ref.world.active}
+    for c, g in zip(groups, plan.groups, strict=False):
+        if c.slots != g.slots:
+            break
+        want = {
+            "tokens": [after[s].last_token for s in g.slots],
+            "positions": [after[s].seq.seq_len for s in g.slots],
+            "stash_idx": list(g.rows),
+            "k": sbs.spec.step.ladder_nd,
+            "conf": plan.want_conf,
+        }
+        got = {k: c.detail[k] for k in want}
+        _expect(out, got == want, f"run_mtp_propose_batched inputs of group {list(g.slots)}", want, got, ("B17", "B18"))
+
+    fallback_rows = _fallback_rows(plan, groups, stash_ok)
+    saves = _calls(sbs, "save_hidden_for_mtp_from_stash")
+    got_rows = [c.detail["row"] for c in saves]
+    _expect(
+        out,
+        got_rows == fallback_rows,
+        "save_hidden_for_mtp_from_stash rows",
+        fallback_rows,
+        got_rows,
+        ("B19", "B20", "B21", "B22"),
+    )
+    saved_ok = [plan.rows[c.detail["row"]] for c in saves if c.outcome == "ok"]
+    proposes = [c.slots[0] for c in _calls(sbs, "run_mtp_propose_multi")]
+    _expect(out, proposes == saved_ok, "per-sequence proposes (slots)", saved_ok, proposes, ("B22",))
+
+    unfinished = [s for s in plan.rows if not _impl_seq(sbs, s).finished]
+    ckpts = [c.slots[0] for c in _calls(sbs, "start_checkpoint_async")]
+    _expect(out, ckpts == unfinished, "checkpoints (slots, row order)", unfinished, ckpts, ("B23",))
+    return out
+
+
+def _impl_seq(sbs: SideBySide, slot: int):
+    return next(a for a in sbs.impl.world.active if a.seq.slot_idx == slot)
+
+
+def _fallback_rows(plan, groups: list[Call], stash_ok: bool) -> list[int]:
+    """Proposing rows, in row order, that no group made done (B19-B21)."""
+    if not stash_ok:
+        return []
+    done: set[int] = set()
+    for c, g in zip(groups, plan.groups, strict=False):
+        if c.outcome in ("ok", "err"):
+            done.update(g.rows)
+    return [j for j in plan.proposing_rows if j not in done]
+
+
+def expected_logs(sbs: SideBySide) -> Counter[tuple[str, str]]:
+    """The (level, message) multiset the seed writes for what happened in this run."""
+    plan = expected_plan(sbs)
+    seen = set(sbs.spec.step.seen_log_keys)
+    want: Counter[tuple[str, str]] = Counter()
+    n = len(plan.rows)
+    calls = sbs.impl.model.calls
+    decode = next((c for c in calls if c.op == "decode_batch"), None)
+    if decode is not None and decode.outcome == "err":
+        want["ERROR", f"batched bootstrap decode_batch (n={n}): {decode.error}"] += 1
+        return want
+    for c in calls:
+        if c.op == "argmax_batch":
+            if c.outcome == "err":
+                want["ERROR", f"batched bootstrap argmax_batch (n={n}): {c.error}"] += 1
+            elif KEY_ARGMAX not in seen:
+                k = sum(plan.eligible)
+                want[
+                    "INFO",
+                    f"MTP bootstrap batched argmax ENGAGED (n={n}, greedy_rows={k}): one launch + one "
+                    f"D2H replaces {k} single-CTA scans + syncs",
+                ] += 1
+        elif c.op == "stash_verify_hidden_rows":
+            if c.outcome == "err":
+                want["ERROR", f"batched bootstrap stash_verify_hidden_rows: {c.error}"] += 1
+            elif KEY_GATE not in seen:
+                want[
+                    "DEBUG",
+                    f"DFlash batched propose gate (first tick) group_cap={plan.group_cap} "
+                    f"proposing={len(plan.proposing_rows)} ladder_nd={sbs.spec.step.ladder_nd}",
+                ] += 1
+        elif c.op == "run_mtp_propose_batched" and c.outcome == "err":
+            level = "DEBUG" if "exceeds meta stride" in c.error else "ERROR"
+            want[level, f"batched bootstrap run_mtp_propose_batched: {c.error}"] += 1
+        elif c.op == "save_hidden_for_mtp_from_stash" and c.outcome == "err":
+            want["ERROR", f"batched bootstrap save_hidden_for_mtp_from_stash({c.detail['row']}): {c.error}"] += 1
+        elif c.op == "run_mtp_propose_multi":
+            if c.outcome == "err":
+                want["ERROR", f"run_mtp_propose_multi: {c.error}"] += 1
+            elif c.outcome == "empty" or c.empty_rows:
+                want["WARNING", "MTP propose returned empty"] += 1
+        elif c.op == "start_checkpoint_async" and c.outcome == "err":
+            want["ERROR", f"batched bootstrap start_checkpoint_async: {c.error}"] += 1
+    for r in sbs.ref.logs:  # sampling errors are the same function's on the same row
+        prefix = "mtp bootstrap sample error: "
+        if r.level == "ERROR" and r.message.startswith(prefix):
+            want["ERROR", "batched bootstrap sample error: " + r.message[len(prefix) :]] += 1
+    if KEY_ENGAGED not in seen:
+        want[
+            "INFO",
+            f"MTP batched bootstrap ENGAGED (n={n}): one decode_batch + batched propose replaces "
+            f"{n} M=1 decodes + {n} drafter forwards per draft position",
+        ] += 1
+    return want
+
+
+def check_logs(sbs: SideBySide) -> list[Mismatch]:
+    """P7: the implementation's log records equal the expected multiset (order is free: D3)."""
+    got = Counter((r.level, r.message) for r in sbs.impl.logs)
+    want = expected_logs(sbs)
+    out: list[Mismatch] = []
+    for key in sorted(set(got) | set(want)):
+        if got[key] != want[key]:
+            level, msg = key
+            out.append(
+                Mismatch(
+                    None,
+                    f"log {level} x{want[key]} expected, x{got[key]} written",
+                    msg[:200],
+                    f"{got[key]} record(s)",
+                    ("B24", "B25", "D3"),
+                )
+            )
+    return out

@@ -1,0 +1,41 @@
+"""The implementation under test: the batched step by default, or any `module:function` with the
+step's signature `(model, active, sched, idxs, ladder_nd, verify_ctx) -> None`."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from typing import Any
+
+StepFn = Callable[..., Any]
+DEFAULT_IMPL = "batched.step:step_mtp_bootstrap_batched"
+ENV_IMPL = "MTP_VERIFY_IMPL"
+
+_selected: str | None = None
+
+
+def select(spec: str | None) -> None:
+    """Set the implementation for this process (the `--impl` option)."""
+    global _selected
+    _selected = spec
+
+
+def current_name() -> str:
+    return _selected or os.environ.get(ENV_IMPL) or DEFAULT_IMPL
+
+
+def load(spec: str | None = None) -> StepFn:
+    """Import `module:function`; a clear error names what was wrong."""
+    spec = spec or current_name()
+    module_name, sep, fn_name = spec.partition(":")
+    if not sep or not module_name or not fn_name:
+        raise ValueError(f"--impl {spec!r}: expected module:function, e.g. {DEFAULT_IMPL}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"--impl {spec!r}: cannot import module {module_name!r}: {e}") from e
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        raise ValueError(f"--impl {spec!r}: module {module_name!r} has no callable {fn_name!r}")
+    return fn

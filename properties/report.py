@@ -1,0 +1,71 @@
+"""Failure reports a person can act on: the shrunk mix, the first differing field per sequence
+(reference vs implementation), the behaviour ids involved, and the one command that replays it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from properties.behaviours import ALL_IDS
+from properties.compare import Mismatch
+from properties.harness import SideBySide
+from properties.impl import DEFAULT_IMPL, current_name
+from properties.specs import WorldSpec, compact
+
+REPLAY_DIR = Path(
+    os.environ.get("MTP_VERIFY_REPLAYS", Path(__file__).resolve().parent.parent / ".hypothesis" / "replays")
+)
+
+
+def save_replay(spec: WorldSpec) -> Path:
+    """Write the spec as JSON under the replay folder; the file name is its content hash."""
+    text = spec.to_json()
+    REPLAY_DIR.mkdir(parents=True, exist_ok=True)
+    path = REPLAY_DIR / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    path.write_text(text + "\n")
+    return path
+
+
+def replay_command(path: Path) -> str:
+    impl = current_name()
+    extra = f" --impl {impl}" if impl != DEFAULT_IMPL else ""
+    return f"python -m properties.replay {path}{extra}"
+
+
+def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> str:
+    """The report for a failed example (`mismatches` non-empty)."""
+    path = save_replay(sbs.spec)
+    lines = [f"{title}: {len(mismatches)} difference(s)", "", "mix (non-default fields; * = bootstrapped):"]
+    lines += ["  " + line for line in compact(sbs.spec).splitlines()]
+    if sbs.translation.notes or sbs.translation.differences:
+        lines.append("")
+        lines += [f"  note: {n}" for n in sbs.translation.notes]
+    lines += ["", "first difference per sequence (reference | implementation):"]
+    seen: set[int | None] = set()
+    ids: set[str] = set()
+    for m in mismatches:
+        ids.update(m.ids)
+        if m.seq_id in seen:
+            continue
+        seen.add(m.seq_id)
+        who = "run" if m.seq_id is None else f"seq {m.seq_id}"
+        lines.append(f"  {who}: {m.field}")
+        lines.append(f"      reference:      {m.ref}")
+        lines.append(f"      implementation: {m.impl}")
+    more = len(mismatches) - len(seen)
+    if more > 0:
+        lines.append(f"  (+{more} more differing fields)")
+    if ids:
+        lines += ["", "behaviours involved:"]
+        lines += [f"  {i}: {ALL_IDS[i]}" for i in sorted(ids, key=_id_order)]
+    if sbs.near_ties:
+        lines += ["", f"near-ties forced onto the reference: {len(sbs.near_ties)}"]
+    calls = [f"{c.op}{list(c.slots)}={c.outcome}" for c in sbs.impl.model.calls]
+    lines += ["", "implementation calls: " + ", ".join(calls[:24]) + (" ..." if len(calls) > 24 else "")]
+    lines += ["", f"replay: {replay_command(path)}"]
+    return "\n".join(lines)
+
+
+def _id_order(i: str) -> tuple[str, int]:
+    return (i[0], int(i[1:]))

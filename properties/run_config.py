@@ -1,0 +1,53 @@
+"""What the properties run on: device, numerics, dtypes and mix size, chosen by pytest options
+(`--device`, `--numerics`, `--max-n`) or the matching environment variables."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+
+ENV_DEVICE = "MTP_VERIFY_DEVICE"
+ENV_NUMERICS = "MTP_VERIFY_NUMERICS"
+ENV_MAX_N = "MTP_VERIFY_MAX_N"
+
+
+@dataclass(slots=True, frozen=True)
+class RunConfig:
+    device: str
+    numerics: str
+    dtypes: tuple[str, ...]
+    max_n: int
+
+
+def best_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def current() -> RunConfig:
+    """The configuration for this process. Exact numerics run in float64/float32 on the CPU and
+    float32 on a GPU; fast numerics in bfloat16 on a GPU and float32 on the CPU."""
+    device = os.environ.get(ENV_DEVICE) or "cpu"
+    if device == "best":
+        device = best_device()
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"{ENV_DEVICE}={device}: no CUDA device is visible")
+    if device != "cpu" and not device.startswith("cuda"):
+        raise ValueError(f"{ENV_DEVICE}={device!r}: expected cpu, cuda, cuda:N or best")
+    numerics = os.environ.get(ENV_NUMERICS) or "exact"
+    if numerics not in ("exact", "fast"):
+        raise ValueError(f"{ENV_NUMERICS}={numerics!r}: expected exact or fast")
+    on_gpu = device.startswith("cuda")
+    if numerics == "exact":
+        dtypes = ("float32",) if on_gpu else ("float64", "float32")
+    else:
+        dtypes = ("bfloat16",) if on_gpu else ("float32",)
+    raw_n = os.environ.get(ENV_MAX_N) or "8"
+    try:
+        max_n = int(raw_n)
+    except ValueError:
+        raise ValueError(f"{ENV_MAX_N}={raw_n!r}: expected a positive integer") from None
+    if max_n < 1:
+        raise ValueError(f"{ENV_MAX_N}={raw_n!r}: expected a positive integer")
+    return RunConfig(device, numerics, dtypes, max_n)

@@ -1,0 +1,142 @@
+"""Plain, printable descriptions of a world: what the strategies generate, what a report shows and
+what a replay file holds. Building the world from them is `properties.world`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+
+@dataclass(slots=True, frozen=True)
+class ModelSpec:
+    """The model a world runs: numerics, dtype, sizes and the envelope levers the gate reads."""
+
+    dtype: str = "float64"
+    numerics: str = "exact"
+    device: str = "cpu"
+    vocab_size: int = 512
+    hidden: int = 32
+    n_heads: int = 2
+    block_size: int = 16
+    max_seq_len: int = 128
+    num_slots: int = 8
+    dflash_gamma: int | None = None
+    logits_fp32: bool = False
+    stash_capacity: int = 64
+    group_cap: int = 4
+    max_batched_drafts: int = 8
+    ep: bool = False
+    hss: bool = False
+    meta_stride: int | None = None
+    weights_seed: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class SeqSpec:
+    """One sequence of the mix. `ssm_slot` None: the sequence has no SSM slot."""
+
+    cache_len: int = 5
+    n_out: int = 0
+    max_tokens_left: int = 16
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+    repetition: float = 1.0
+    frequency: float = 0.0
+    presence: float = 0.0
+    min_tokens: int = 0
+    reasoning: bool = False
+    stop_ids: tuple[int, ...] = ()
+    tool_call_end_at: int | None = None
+    grammar: str | None = None
+    top_logprobs: int | None = None
+    spec: str = "on"  # on | backed_off | reprobe
+    ssm_slot: int | None = 0
+    slot_idx: int = 0
+    token_seed: int = 0
+    extra_draft_blocks: int = 0
+    last_token: int | None = None  # None: drawn from token_seed (bad-input tests set one out of vocab)
+
+
+@dataclass(slots=True, frozen=True)
+class FaultSpec:
+    """Make the `call`-th call (0-based) of model operation `op` fail (`err`) or return its
+    alternate result (`none`, `empty`, `nan_row`), for member `row` of a batched call where that
+    matters. `err` and `none` are injected before the call runs, so the call changes nothing;
+    `empty` and `nan_row` replace part of the result of a call that ran."""
+
+    op: str
+    call: int = 0
+    kind: str = "err"
+    row: int | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class StepSpec:
+    """The step's inputs besides the sequences: levers, sampling config, ladder, watchdog."""
+
+    ladder_nd: int = 3
+    mtp_batch_bootstrap: bool = True
+    mtp_max_seqs: int = 8
+    dflash_unified_ctx: bool = True
+    dflash_serial_append: bool = False
+    mtp_boot_argmax: bool = True
+    dcut_enabled: bool = False
+    draft_stop_logprob: float | None = None
+    fast_greedy_grammar: bool = True
+    force_temp_zero: bool = False
+    min_reasoning_floor: int = 0
+    spec_backoff_steps: int = 4
+    dflash_verify_raw_argmax: bool = False
+    seen_log_keys: tuple[str, ...] = ()  # once-per-process log keys already used before this step
+
+
+@dataclass(slots=True, frozen=True)
+class WorldSpec:
+    """A whole example: model, sequences (index = position in `active`), which of them bootstrap,
+    step inputs, the seed of the cache contents, and the fault plan."""
+
+    model: ModelSpec = field(default_factory=ModelSpec)
+    seqs: tuple[SeqSpec, ...] = ()
+    bootstrap: tuple[int, ...] = ()
+    step: StepSpec = field(default_factory=StepSpec)
+    cache_seed: int = 0
+    faults: tuple[FaultSpec, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str) -> WorldSpec:
+        d = json.loads(text)
+        return cls(
+            model=ModelSpec(**d["model"]),
+            seqs=tuple(SeqSpec(**_tuples(s)) for s in d["seqs"]),
+            bootstrap=tuple(d["bootstrap"]),
+            step=StepSpec(**d["step"]),
+            cache_seed=d["cache_seed"],
+            faults=tuple(FaultSpec(**f) for f in d["faults"]),
+        )
+
+
+def _tuples(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+
+
+def changed_fields(obj: object) -> dict[str, Any]:
+    """The fields of a spec dataclass that differ from its defaults (for compact reports)."""
+    default = replace(type(obj)())  # type: ignore[call-arg]
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if getattr(obj, f.name) != getattr(default, f.name)}
+
+
+def compact(spec: WorldSpec) -> str:
+    """A few lines a person can read: the non-default parts of the spec."""
+    lines = [f"model: {changed_fields(spec.model) or 'defaults'}", f"step: {changed_fields(spec.step) or 'defaults'}"]
+    lines.append(f"bootstrap idxs: {list(spec.bootstrap)}  cache_seed: {spec.cache_seed}")
+    for i, s in enumerate(spec.seqs):
+        mark = "*" if i in spec.bootstrap else " "
+        lines.append(f" {mark}seq[{i}] {changed_fields(s)}")
+    for f in spec.faults:
+        lines.append(f"  fault: {f.op} call {f.call} -> {f.kind}" + (f" (row {f.row})" if f.row is not None else ""))
+    return "\n".join(lines)

@@ -1,0 +1,46 @@
+"""P3: call accounting. Each sequence is decoded once, in one `decode_batch` of the rows in slot
+order; `argmax_batch` runs once or not at all; the stash, the groups, the fallbacks and the
+checkpoints are exactly the calls the oracle expects, with the inputs it expects."""
+
+from __future__ import annotations
+
+from hypothesis import given
+
+from properties.behaviours import covers
+from properties.checks import check_calls
+from properties.harness import run_side_by_side
+from properties.report import format_report
+from properties.run_config import current
+from properties.specs import WorldSpec
+from properties.stats import record_paths
+from properties.strategies import world_specs
+
+RUN = current()
+
+
+@covers(
+    "P3 call accounting",
+    "B1",
+    "B2",
+    "B3",
+    "B5",
+    "B6",
+    "B12",
+    "B13",
+    "B14",
+    "B15",
+    "B16",
+    "B17",
+    "B18",
+    "B19",
+    "B20",
+    "B21",
+    "B22",
+    "B23",
+)
+@given(spec=world_specs(RUN, faults=True))
+def test_p3_call_accounting(spec: WorldSpec) -> None:
+    sbs = run_side_by_side(spec)
+    record_paths(sbs)
+    mismatches = check_calls(sbs)
+    assert not mismatches, format_report("P3 call accounting", sbs, mismatches)

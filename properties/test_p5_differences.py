@@ -1,0 +1,87 @@
+"""P5: only the registered differences. Each of D1, D2 and D4 is real (leaving it out of the
+comparison shows exactly that difference) and explains nothing beyond what it says."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given
+
+from properties.behaviours import covers
+from properties.compare import compare
+from properties.differences import expected_confidences
+from properties.faults import SeqFault
+from properties.harness import run_reference, run_side_by_side
+from properties.report import format_report
+from properties.run_config import current
+from properties.specs import FaultSpec, WorldSpec
+from properties.strategies import world_specs
+from properties.translate import Translation
+
+RUN = current()
+
+
+def clean(spec: WorldSpec) -> WorldSpec:
+    """No organic failures: every group fits the stride and the stash."""
+    return replace(spec, model=replace(spec.model, meta_stride=None, stash_capacity=max(64, len(spec.seqs))))
+
+
+def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
+    """Every sequence greedy, speculating and far from its limits, so every row proposes."""
+    seqs = tuple(replace(s, spec="on", max_tokens_left=12, grammar=None, temperature=0.0) for s in spec.seqs)
+    return replace(
+        clean(spec),
+        seqs=seqs,
+        model=replace(spec.model, group_cap=group_cap, meta_stride=None, stash_capacity=64),
+        step=replace(spec.step, ladder_nd=max(1, spec.step.ladder_nd)),
+    )
+
+
+@covers("P5 only registered differences", "D4")
+@given(spec=world_specs(RUN, min_n=2))
+def test_p5_without_faults_only_d4(spec: WorldSpec) -> None:
+    sbs = run_side_by_side(clean(spec))
+    raw = compare(sbs, registered=("D1",))
+    conf_slots = {s for s, c in expected_confidences(sbs).items() if c}
+    slot_of = {a.seq_id: a.seq.slot_idx for a in sbs.before.active}
+    unexplained = [m for m in raw if not (m.field == "pending_draft_conf" and slot_of.get(m.seq_id) in conf_slots)]
+    assert not unexplained, format_report("P5 difference outside D4", sbs, unexplained)
+    if conf_slots:  # D4 is real: the loop records no confidences where the group did
+        assert len(raw) == len(conf_slots), format_report("P5 D4 did not show", sbs, raw)
+
+
+@covers("P5 only registered differences", "D1")
+@given(spec=world_specs(RUN, min_n=1))
+def test_p5_d1_checkpoint_after_failed_save(spec: WorldSpec) -> None:
+    spec = replace(proposing(spec, group_cap=1), faults=(FaultSpec("save_hidden_for_mtp_from_stash", 0, "err"),))
+    sbs = run_side_by_side(spec)
+    saves = [c for c in sbs.impl.model.calls if c.op == "save_hidden_for_mtp_from_stash"]
+    assert saves and saves[0].injected, f"no per-sequence fallback happened: {[c.op for c in sbs.impl.model.calls]}"
+    assert not compare(sbs), format_report("P5 D1 applied", sbs, compare(sbs))
+    raw = compare(sbs, registered=("D4",))
+    failed_seq = next(a.seq_id for a in sbs.before.active if a.seq.slot_idx == saves[0].slots[0])
+    fields = {(m.seq_id, m.field.split()[0]) for m in raw}
+    assert fields and all(sid == failed_seq and f.startswith("ckpt") for sid, f in fields), format_report(
+        "P5 D1: raw difference beyond the skipped checkpoint", sbs, raw
+    )
+
+
+@covers("P5 only registered differences", "D2")
+@given(spec=world_specs(RUN, min_n=2))
+def test_p5_d2_decode_batch_failure_finishes_every_row(spec: WorldSpec) -> None:
+    spec = replace(clean(spec), faults=(FaultSpec("decode_batch", 0, "err"),))
+    sbs = run_side_by_side(spec)
+    assert not compare(sbs), format_report("P5 D2 translated", sbs, compare(sbs))
+    rows = [(sbs.before.active[i], sbs.impl.world.active[i]) for i in sbs.before.idxs]
+    for b, a in rows:
+        assert a.finished and a.finish_reason is None, f"seq {a.seq_id}: a failed decode_batch finishes every row"
+        assert a.seq.seq_len == b.seq.seq_len and a.output_tokens == b.output_tokens, (
+            f"seq {a.seq_id}: a failed decode_batch decodes and emits nothing"
+        )
+    # D2 is a real difference: the loop with only the first row's decode failing decodes the others.
+    first = rows[0][0].seq.slot_idx
+    loop = run_reference(sbs.before, Translation(seq_faults=[SeqFault("decode", first, "err")]), {})
+    for i in sbs.before.idxs[1:]:
+        assert loop.world.active[i].seq.seq_len == sbs.before.active[i].seq.seq_len + 1, (
+            f"seq {sbs.before.active[i].seq_id}: the loop should have decoded it despite the first row's failure"
+        )

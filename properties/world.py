@@ -1,0 +1,200 @@
+"""Build a world (model with seeded caches, active sequences, scheduler context) from a `WorldSpec`.
+
+Two worlds built from one spec are identical bit for bit; `World.clone` copies one for the
+side-by-side run. Weights are built once per `ModelSpec` and shared; caches are per world.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import math
+from dataclasses import dataclass
+
+import torch
+
+from batched.batched_model import BatchedMtpModel
+from properties.grammars import grammar_history
+from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
+from reference.model.config import ModelConfig
+from reference.sched_ctx import Levers, LogitsContext, SamplingConfig, SchedCtx, Watchdog
+from reference.state import ActiveSeq, AdaptiveSpec, SequenceState, SpecMode
+from reference.vocab import build_vocab
+
+MAX_DRAFTS = 8  # longest ladder the strategies ask for
+FIRST_PLAIN_TOKEN = 3  # ids below are specials (EOS, tool-call end, reasoning end)
+
+
+@dataclass(slots=True)
+class World:
+    spec: WorldSpec
+    model: BatchedMtpModel
+    active: list[ActiveSeq]
+    sched: SchedCtx
+    verify_ctx: LogitsContext
+    idxs: list[int]
+    ladder_nd: int
+
+    def clone(self) -> World:
+        """An independent copy: caches, scratch, sequences (grammar matchers forked) and telemetry."""
+        return World(
+            self.spec,
+            self.model.clone(),
+            copy.deepcopy(self.active),
+            copy.deepcopy(self.sched),
+            copy.deepcopy(self.verify_ctx),
+            list(self.idxs),
+            self.ladder_nd,
+        )
+
+
+def model_config(m: ModelSpec) -> ModelConfig:
+    """The model configuration a `ModelSpec` stands for, with caches sized for its slots."""
+    blocks_per_seq = math.ceil(m.max_seq_len / m.block_size) + 1
+    draft_blocks_per_seq = math.ceil((m.max_seq_len + MAX_DRAFTS) / m.block_size) + 2
+    return ModelConfig(
+        vocab_size=m.vocab_size,
+        hidden=m.hidden,
+        n_heads=m.n_heads,
+        block_size=m.block_size,
+        num_blocks=m.num_slots * blocks_per_seq,
+        num_draft_blocks=m.num_slots * draft_blocks_per_seq,
+        max_seq_len=m.max_seq_len,
+        max_drafts=MAX_DRAFTS,
+        num_slots=m.num_slots,
+        num_ssm_slots=m.num_slots,
+        max_batch_rows=max(256, m.num_slots),
+        stash_capacity=m.stash_capacity,
+        ep=m.ep,
+        hss=m.hss,
+        mtp_propose_batch_max=m.group_cap,
+        max_batched_drafts=m.max_batched_drafts,
+        propose_meta_stride=m.meta_stride,
+        dflash_gamma=m.dflash_gamma,
+        logits_fp32=m.logits_fp32,
+        dtype=m.dtype,
+        numerics=m.numerics,
+        device=m.device,
+        seed=m.weights_seed,
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def base_model(m: ModelSpec) -> BatchedMtpModel:
+    """Weights for a `ModelSpec`, built once; worlds clone it."""
+    return BatchedMtpModel(model_config(m))
+
+
+def sched_for(step: StepSpec) -> tuple[SchedCtx, LogitsContext]:
+    levers = Levers(
+        mtp_batch_bootstrap=step.mtp_batch_bootstrap,
+        mtp_max_seqs=step.mtp_max_seqs,
+        dflash_unified_ctx=step.dflash_unified_ctx,
+        dflash_serial_append=step.dflash_serial_append,
+        mtp_boot_argmax=step.mtp_boot_argmax,
+        dcut_enabled=step.dcut_enabled,
+        draft_stop_logprob=step.draft_stop_logprob,
+    )
+    sched = SchedCtx(
+        levers=levers,
+        watchdog=Watchdog(min_reasoning_floor=step.min_reasoning_floor),
+        spec_backoff_steps=step.spec_backoff_steps,
+    )
+    sched.telemetry.seen.update(step.seen_log_keys)
+    ctx = LogitsContext(SamplingConfig(step.fast_greedy_grammar, step.force_temp_zero))
+    return sched, ctx
+
+
+def adaptive_for(s: SeqSpec) -> AdaptiveSpec:
+    """on: speculating; backed_off: still waiting after this step's tick; reprobe: due this step."""
+    if s.spec == "on":
+        return AdaptiveSpec()
+    if s.spec == "backed_off":
+        return AdaptiveSpec(mode=SpecMode.BACKED_OFF, backoff_remaining=2, serial_steps=3)
+    if s.spec == "reprobe":
+        return AdaptiveSpec(mode=SpecMode.BACKED_OFF, backoff_remaining=1, serial_steps=5, probes=1)
+    raise ValueError(f"SeqSpec.spec={s.spec!r}: expected on, backed_off or reprobe")
+
+
+class _Blocks:
+    """Hands out block ids from a seeded shuffle so block tables are scattered, not contiguous."""
+
+    def __init__(self, count: int, gen: torch.Generator) -> None:
+        self.free = torch.randperm(count, generator=gen).tolist()
+
+    def take(self, n: int, what: str) -> list[int]:
+        if n > len(self.free):
+            raise ValueError(f"world needs {n} more {what} blocks than the cache has")
+        out, self.free = self.free[:n], self.free[n:]
+        return out
+
+
+def build_seq(s: SeqSpec, seq_id: int, m: ModelSpec, ladder_nd: int, blocks: _Blocks, dblocks: _Blocks) -> ActiveSeq:
+    vocab = build_vocab(m.vocab_size)
+    gen = torch.Generator().manual_seed(s.token_seed)
+    grammar = None
+    if s.grammar is not None:
+        grammar, history = grammar_history(s.grammar, m.vocab_size, s.n_out, gen)
+    else:
+        history = torch.randint(FIRST_PLAIN_TOKEN, m.vocab_size, (s.n_out,), generator=gen).tolist()
+        if s.tool_call_end_at is not None and s.n_out > 0:
+            history[min(s.tool_call_end_at, s.n_out - 1)] = vocab.tool_call_end_id
+    last = history[-1] if history else int(torch.randint(FIRST_PLAIN_TOKEN, m.vocab_size, (1,), generator=gen))
+    if s.last_token is not None:
+        last = s.last_token
+    draft_positions = s.cache_len + 1 + ladder_nd  # the drafter writes positions cache_len+1 ..
+    seq = SequenceState(
+        slot_idx=s.slot_idx,
+        ssm_slot=s.ssm_slot,
+        seq_len=s.cache_len,
+        block_table=blocks.take(math.ceil((s.cache_len + 1) / m.block_size), "main"),
+        draft_block_table=dblocks.take(math.ceil(draft_positions / m.block_size) + s.extra_draft_blocks, "drafter"),
+    )
+    return ActiveSeq(
+        seq_id=seq_id,
+        seq=seq,
+        last_token=last,
+        sampling_seed=s.token_seed * 7919 + 17,
+        max_tokens=s.n_out + s.max_tokens_left,
+        eos_ids=(vocab.eos_id,),
+        output_tokens=list(history),
+        output_logprobs=[None] * len(history),
+        temperature=s.temperature,
+        top_k=s.top_k,
+        top_p=s.top_p,
+        repetition_penalty=s.repetition,
+        frequency_penalty=s.frequency,
+        presence_penalty=s.presence,
+        grammar_state=grammar,
+        top_logprobs=s.top_logprobs,
+        stop_ids=s.stop_ids,
+        min_tokens=s.min_tokens,
+        tool_call_end_token=vocab.tool_call_end_id,
+        reasoning_end_token=vocab.reasoning_end_id if s.reasoning else None,
+        spec=adaptive_for(s),
+    )
+
+
+def check_slots(spec: WorldSpec) -> None:
+    """A world gives each sequence its own slot and its own SSM slot (or none)."""
+    slots = [s.slot_idx for s in spec.seqs]
+    ssm = [s.ssm_slot for s in spec.seqs if s.ssm_slot is not None]
+    if len(set(slots)) != len(slots) or len(set(ssm)) != len(ssm):
+        raise ValueError(f"WorldSpec: slots {slots} and SSM slots {ssm} must each be distinct")
+
+
+def build_world(spec: WorldSpec) -> World:
+    """The world `spec` describes, caches filled from `spec.cache_seed`."""
+    m = spec.model
+    check_slots(spec)
+    model = base_model(m).clone()
+    gen = torch.Generator().manual_seed(spec.cache_seed)
+    model.randomize_caches(gen)
+    blocks = _Blocks(model.cfg.num_blocks, gen)
+    dblocks = _Blocks(model.cfg.num_draft_blocks, gen)
+    # Blocks go out in slot order, so a sequence's cache contents do not depend on its index.
+    by_slot = sorted(range(len(spec.seqs)), key=lambda i: spec.seqs[i].slot_idx)
+    built = {i: build_seq(spec.seqs[i], i, m, spec.step.ladder_nd, blocks, dblocks) for i in by_slot}
+    active = [built[i] for i in range(len(spec.seqs))]
+    sched, ctx = sched_for(spec.step)
+    return World(spec, model, active, sched, ctx, list(spec.bootstrap), spec.step.ladder_nd)
