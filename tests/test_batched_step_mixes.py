@@ -23,10 +23,21 @@ def mix(n: int, **seq: object) -> tuple[SeqSpec, ...]:
     )
 
 
-def world(seqs: tuple[SeqSpec, ...], boot: tuple[int, ...] | None = None, model: ModelSpec | None = None,
-          step: StepSpec | None = None, faults: tuple[FaultSpec, ...] = ()) -> WorldSpec:
-    return WorldSpec(model=model or ModelSpec(), seqs=seqs, bootstrap=boot or tuple(range(len(seqs))),
-                     step=step or StepSpec(), cache_seed=7, faults=faults)
+def world(
+    seqs: tuple[SeqSpec, ...],
+    boot: tuple[int, ...] | None = None,
+    model: ModelSpec | None = None,
+    step: StepSpec | None = None,
+    faults: tuple[FaultSpec, ...] = (),
+) -> WorldSpec:
+    return WorldSpec(
+        model=model or ModelSpec(),
+        seqs=seqs,
+        bootstrap=boot or tuple(range(len(seqs))),
+        step=step or StepSpec(),
+        cache_seed=7,
+        faults=faults,
+    )
 
 
 GREEDY4 = mix(4)
@@ -43,46 +54,71 @@ MIXED = (
 CASES: dict[str, tuple[WorldSpec, tuple[str, ...]]] = {
     "greedy rows, batched argmax": (world(GREEDY4), ("B1", "B2", "B5", "B6", "B12", "B13", "B16", "B17", "B19", "B23")),
     "every kind of row": (world(MIXED), ("B4", "B5", "B8", "B10", "B11", "B15", "B22")),
-    "one eligible row: no batched argmax": (
-        world((*mix(1), replace(mix(2)[1], temperature=1.0, ssm_slot=1))), ("B6",)),
+    "one eligible row: no batched argmax": (world((*mix(1), replace(mix(2)[1], temperature=1.0, ssm_slot=1))), ("B6",)),
     "boot argmax lever off": (world(GREEDY4, step=StepSpec(mtp_boot_argmax=False)), ("B5", "B6")),
     "forced temperature zero": (world(mix(3, temperature=1.0), step=StepSpec(force_temp_zero=True)), ("B5",)),
     "bootstrap a subset, others untouched": (world(mix(5), boot=(1, 3, 4)), ("B1",)),
-    "groups larger than the cap, trailing group of one": (world(mix(5), model=ModelSpec(group_cap=2)),
-                                                          ("B14", "B16", "B22")),
+    "groups larger than the cap, trailing group of one": (
+        world(mix(5), model=ModelSpec(group_cap=2)),
+        ("B14", "B16", "B22"),
+    ),
     "group cap 0 and 1: per-sequence proposes": (world(mix(3), model=ModelSpec(group_cap=0)), ("B14", "B16")),
     "ladder 0": (world(mix(3), step=StepSpec(ladder_nd=0)), ("B16", "B22")),
     "confidences with D-Cut": (world(mix(4), step=StepSpec(dcut_enabled=True)), ("B18", "B19", "D4")),
     "confidences with a draft-stop logprob": (world(mix(4), step=StepSpec(draft_stop_logprob=-1.0)), ("B18",)),
     "group returns None (ladder above the batched drafter)": (
-        world(mix(3), model=ModelSpec(max_batched_drafts=2), step=StepSpec(ladder_nd=3)), ("B20", "B22")),
-    "meta stride overflow": (world(tuple(replace(s, extra_draft_blocks=4) for s in mix(3)),
-                                   model=ModelSpec(meta_stride=4)), ("B21", "B25", "B26")),
+        world(mix(3), model=ModelSpec(max_batched_drafts=2), step=StepSpec(ladder_nd=3)),
+        ("B20", "B22"),
+    ),
+    "meta stride overflow": (
+        world(tuple(replace(s, extra_draft_blocks=4) for s in mix(3)), model=ModelSpec(meta_stride=4)),
+        ("B21", "B25", "B26"),
+    ),
     "speculation backed off and re-probing": (
         world(tuple(replace(s, spec=k) for s, k in zip(mix(3), ("on", "backed_off", "reprobe"), strict=True))),
-        ("B12",)),
+        ("B12",),
+    ),
     "stash too small": (world(mix(3), model=ModelSpec(stash_capacity=2)), ("B13", "D1")),
     "decode_batch fails": (world(mix(3), faults=(FaultSpec("decode_batch", 0, "err"),)), ("B3", "D2")),
     "argmax_batch fails": (world(GREEDY4, faults=(FaultSpec("argmax_batch", 0, "err"),)), ("B7",)),
     "NaN logits row": (world(GREEDY4, faults=(FaultSpec("decode_batch", 0, "nan_row", 1),)), ("B9",)),
     "stash fails": (world(mix(3), faults=(FaultSpec("stash_verify_hidden_rows", 0, "err"),)), ("B13", "D1")),
     "group propose fails": (world(mix(3), faults=(FaultSpec("run_mtp_propose_batched", 0, "err"),)), ("B21",)),
-    "group propose returns None": (world(mix(3), faults=(FaultSpec("run_mtp_propose_batched", 0, "none"),)),
-                                   ("B20",)),
-    "group member gets no drafts": (world(mix(3), faults=(FaultSpec("run_mtp_propose_batched", 0, "empty", 1),)),
-                                    ("B19",)),
-    "save from stash fails": (world(mix(3), model=ModelSpec(group_cap=1),
-                                    faults=(FaultSpec("save_hidden_for_mtp_from_stash", 1, "err"),)), ("B22", "D1")),
+    "group propose returns None": (world(mix(3), faults=(FaultSpec("run_mtp_propose_batched", 0, "none"),)), ("B20",)),
+    "group member gets no drafts": (
+        world(mix(3), faults=(FaultSpec("run_mtp_propose_batched", 0, "empty", 1),)),
+        ("B19",),
+    ),
+    "save from stash fails": (
+        world(mix(3), model=ModelSpec(group_cap=1), faults=(FaultSpec("save_hidden_for_mtp_from_stash", 1, "err"),)),
+        ("B22", "D1"),
+    ),
     "fallback propose fails and returns empty": (
-        world(mix(3), model=ModelSpec(group_cap=1), faults=(FaultSpec("run_mtp_propose_multi", 0, "err"),
-                                                            FaultSpec("run_mtp_propose_multi", 1, "empty"))),
-        ("B22",)),
+        world(
+            mix(3),
+            model=ModelSpec(group_cap=1),
+            faults=(FaultSpec("run_mtp_propose_multi", 0, "err"), FaultSpec("run_mtp_propose_multi", 1, "empty")),
+        ),
+        ("B22",),
+    ),
     "checkpoint fails": (world(mix(3), faults=(FaultSpec("start_checkpoint_async", 1, "err"),)), ("B23",)),
     "once-per-process logs already used": (
-        world(GREEDY4, step=StepSpec(seen_log_keys=("log:mtp_batched_bootstrap", "log:mtp_bootstrap_batched_argmax",
-                                                   "log:dflash_batch_propose_gate"))), ("B24",)),
+        world(
+            GREEDY4,
+            step=StepSpec(
+                seen_log_keys=(
+                    "log:mtp_batched_bootstrap",
+                    "log:mtp_bootstrap_batched_argmax",
+                    "log:dflash_batch_propose_gate",
+                )
+            ),
+        ),
+        ("B24",),
+    ),
     "near max_seq_len and block boundaries": (
-        world(tuple(replace(s, cache_len=c) for s, c in zip(mix(4), (15, 16, 31, 126), strict=True))), ("B2", "B17")),
+        world(tuple(replace(s, cache_len=c) for s, c in zip(mix(4), (15, 16, 31, 126), strict=True))),
+        ("B2", "B17"),
+    ),
     "float32": (world(MIXED, model=ModelSpec(dtype="float32")), ("B2", "B19")),
 }
 

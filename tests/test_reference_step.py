@@ -15,8 +15,9 @@ from reference.telemetry import LogCapture
 
 
 def world(*seqs: SeqSpec, ladder: int = 3) -> World:
-    spec = WorldSpec(model=ModelSpec(), seqs=seqs, bootstrap=tuple(range(len(seqs))), step=StepSpec(ladder_nd=ladder),
-                     cache_seed=3)
+    spec = WorldSpec(
+        model=ModelSpec(), seqs=seqs, bootstrap=tuple(range(len(seqs))), step=StepSpec(ladder_nd=ladder), cache_seed=3
+    )
     return build_world(spec)
 
 
@@ -105,4 +106,6 @@ def test_bad_indices_raise_before_any_sequence_is_touched(idxs: list[int]) -> No
     w = world(seq(0), seq(1))
     with pytest.raises(ValueError, match="bootstrap ind"):
         step_mtp_bootstrap_per_seq(w.model, w.active, w.sched, idxs, 3, w.verify_ctx)
-    assert all(a.output_tokens == [] and a.seq.seq_len == s.cache_len for a, s in zip(w.active, (seq(0), seq(1)), strict=True))
+    assert all(
+        a.output_tokens == [] and a.seq.seq_len == s.cache_len for a, s in zip(w.active, (seq(0), seq(1)), strict=True)
+    )
