@@ -3,7 +3,10 @@
 Profiles: `dev` (quick, random), `ci` (deterministic, bounded, no deadline, no database: the
 default under `CI`), `nightly` (random, many examples, a persistent example database, statistics,
 observability output), `gpu` (nightly-sized on a CUDA device). Pick one with `--hypothesis-profile`
-or `MTP_VERIFY_PROFILE`; default `dev`, or `ci` when `CI` is set. Hypothesis's own `ci` profile is
+or `MTP_VERIFY_PROFILE`; default `dev`, or `ci` when `CI` is set. The nightly profile's example
+database is `MTP_VERIFY_DB` (a directory, default `.hypothesis/nightly`, or a `redis://` URL), and
+`dev` runs replay what it holds without writing to it (`nightly.database`). Under pytest-xdist
+with `--device cuda`, each worker runs on its own GPU. Hypothesis's own `ci` profile is
 replaced by ours on purpose: the same settings, plus `print_blob` so a failure prints its blob.
 """
 
@@ -15,19 +18,30 @@ from pathlib import Path
 import pytest
 import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
 
+from nightly.database import developer_database, nightly_database
+from nightly.workers import pinned_device
 from properties import impl as impl_module
 from properties.run_config import ENV_DEVICE, ENV_MAX_N, ENV_NUMERICS
 
 ROOT = Path(__file__).parent
-DB_DIR = Path(os.environ.get("MTP_VERIFY_DB", ROOT / ".hypothesis" / "examples"))
+# The nightly example database: a directory, or a redis:// URL shared by several hosts (then
+# MTP_VERIFY_DB_DIR is this host's local copy). `dev` runs read it, read-only, besides their own.
+NIGHTLY_DB_DIR = Path(os.environ.get("MTP_VERIFY_DB_DIR") or ROOT / ".hypothesis" / "nightly")
+NIGHTLY_DB = nightly_database(os.environ.get("MTP_VERIFY_DB"), NIGHTLY_DB_DIR)
+DEV_DB_DIR = ROOT / ".hypothesis" / "examples"
 SLOW_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 
-settings.register_profile("dev", max_examples=30, deadline=None, suppress_health_check=SLOW_CHECKS)
+settings.register_profile(
+    "dev",
+    max_examples=30,
+    deadline=None,
+    database=developer_database(DEV_DB_DIR, NIGHTLY_DB),
+    suppress_health_check=SLOW_CHECKS,
+)
 settings.register_profile(
     "ci",
-    max_examples=25,
+    max_examples=100,
     derandomize=True,
     deadline=None,
     database=None,
@@ -38,14 +52,21 @@ settings.register_profile(
     "nightly",
     max_examples=2000,
     deadline=None,
-    database=DirectoryBasedExampleDatabase(DB_DIR),
+    database=NIGHTLY_DB,
     print_blob=True,
     verbosity=Verbosity.normal,
     phases=list(Phase),
     suppress_health_check=SLOW_CHECKS,
 )
 settings.register_profile("gpu", parent=settings.get_profile("nightly"), max_examples=5000)
-settings.register_profile("mutants", parent=settings.get_profile("ci"), max_examples=60)
+# Mutation runs (`python -m mutants.run`): deterministic like `ci`, and no shrinking or explaining,
+# so a failure is reported at the example that found it.
+settings.register_profile(
+    "mutants",
+    parent=settings.get_profile("ci"),
+    max_examples=60,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+)
 
 ENV_PROFILE = "MTP_VERIFY_PROFILE"
 
@@ -77,9 +98,25 @@ def pytest_configure(config: pytest.Config) -> None:
         value = config.getoption(opt)
         if value is not None:
             os.environ[env] = str(value)
+    pin_xdist_worker_to_gpu()
     if config.getoption("impl"):
         impl_module.load(config.getoption("impl"))  # fail early with a clear message
         impl_module.select(config.getoption("impl"))
+
+
+def pin_xdist_worker_to_gpu() -> None:
+    """Under pytest-xdist with `--device cuda` (or `best`) and GPUs visible, run this worker on a
+    GPU of its own (`cuda:i`, `nightly.workers`): one worker per GPU."""
+    n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    device = pinned_device(
+        os.environ.get(ENV_DEVICE),
+        os.environ.get("PYTEST_XDIST_WORKER"),
+        os.environ.get("PYTEST_XDIST_TESTRUNUID"),
+        n_gpus,
+    )
+    if device is not None:
+        os.environ[ENV_DEVICE] = device
+        torch.cuda.set_device(device)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -56,6 +56,7 @@ def check_calls(sbs: SideBySide) -> list[Mismatch]:
         len(argmaxes),
         ("B5", "B6"),
     )
+    out += _check_fast_greedy(sbs, plan.eligible, argmaxes)
 
     stashes = _calls(sbs, "stash_verify_hidden_rows")
     want_stash = 1 if plan.proposing_rows else 0
@@ -114,6 +115,26 @@ def check_calls(sbs: SideBySide) -> list[Mismatch]:
     unfinished = [s for s in plan.rows if not _impl_seq(sbs, s).finished]
     ckpts = [c.slots[0] for c in _calls(sbs, "start_checkpoint_async")]
     _expect(out, ckpts == unfinished, "checkpoints (slots, row order)", unfinished, ckpts, ("B23",))
+    return out
+
+
+def _check_fast_greedy(sbs: SideBySide, eligible: list[bool], argmaxes: list[Call]) -> list[Mismatch]:
+    """B5, B8: every row the batched argmax did not serve samples per row exactly as the loop does,
+    so it takes the per-row fast-greedy argmax (`argmax_on_device`) exactly when the loop's row
+    did: the implementation makes the loop's number of those calls, less one per eligible row a
+    successful `argmax_batch` served."""
+    served = sum(eligible) if any(c.outcome == "ok" for c in argmaxes) else 0
+    loop = sum(c.op == "argmax_on_device" for c in sbs.ref.model.calls)
+    got = len(_calls(sbs, "argmax_on_device"))
+    out: list[Mismatch] = []
+    _expect(
+        out,
+        got == loop - served,
+        "per-row fast-greedy argmax calls",
+        f"{loop - served} (the loop's {loop}, less {served} rows the batched argmax served)",
+        got,
+        ("B5", "B8"),
+    )
     return out
 
 
@@ -188,11 +209,39 @@ def expected_logs(sbs: SideBySide) -> Counter[tuple[str, str]]:
     return want
 
 
+def expected_once_keys(sbs: SideBySide) -> set[str]:
+    """B24: the once-per-process keys marked after the step: those marked before it, plus the key of
+    every notice the step reached (the engaged notice unless `decode_batch` failed, the batched-argmax
+    notice when `argmax_batch` succeeded, the propose-gate notice when the stash succeeded), whether
+    or not the notice was written this time."""
+    keys = set(sbs.spec.step.seen_log_keys)
+    calls = sbs.impl.model.calls
+    if any(c.op == "decode_batch" and c.outcome == "err" for c in calls):
+        return keys
+    keys.add(KEY_ENGAGED)
+    if any(c.op == "argmax_batch" and c.outcome == "ok" for c in calls):
+        keys.add(KEY_ARGMAX)
+    if any(c.op == "stash_verify_hidden_rows" and c.outcome == "ok" for c in calls):
+        keys.add(KEY_GATE)
+    return keys
+
+
 def check_logs(sbs: SideBySide) -> list[Mismatch]:
-    """P7: the implementation's log records equal the expected multiset (order is free: D3)."""
+    """P7: the implementation's log records equal the expected multiset (order is free: D3), and
+    it marked exactly the expected once-per-process keys (a notice that is never marked is written
+    again at every step)."""
     got = Counter((r.level, r.message) for r in sbs.impl.logs)
     want = expected_logs(sbs)
     out: list[Mismatch] = []
+    got_keys, want_keys = set(sbs.impl.world.sched.telemetry.seen), expected_once_keys(sbs)
+    _expect(
+        out,
+        got_keys == want_keys,
+        "once-per-process keys after the step",
+        sorted(want_keys),
+        sorted(got_keys),
+        ("B24",),
+    )
     for key in sorted(set(got) | set(want)):
         if got[key] != want[key]:
             level, msg = key

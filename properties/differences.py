@@ -55,8 +55,11 @@ REGISTRY: dict[str, Difference] = {
 
 def d1_slots(sbs: SideBySide) -> set[int]:
     """Slots whose hidden-state save failed in the reference run (so the loop skipped their
-    checkpoint)."""
-    return {c.slots[0] for c in sbs.ref.model.calls if c.op == "save_hidden_for_mtp" and c.outcome == "err"}
+    checkpoint) while the implementation's checkpoint of them went through. Where that checkpoint
+    failed too, neither side checkpointed and the plain comparison applies."""
+    failed_ckpt = {c.slots[0] for c in sbs.impl.model.calls if c.op == "start_checkpoint_async" and c.outcome == "err"}
+    saves = {c.slots[0] for c in sbs.ref.model.calls if c.op == "save_hidden_for_mtp" and c.outcome == "err"}
+    return saves - failed_ckpt
 
 
 def expected_confidences(sbs: SideBySide) -> dict[int, list[float]]:

@@ -137,25 +137,27 @@ def impl_choices(sbs: SideBySide) -> dict[DecisionKey, int]:
 
 
 def divergent_near_ties(sbs: SideBySide, tol: Callable[[Decision], float]) -> list[tuple[Decision, int]]:
-    """The first reference decision per sequence that the implementation took otherwise, when it
-    was a near-tie (its margin, or the margin of a top-k/top-p cut at the same position, within
-    tolerance). Later decisions of that sequence depend on it, so they wait for the next round."""
+    """The first reference decision per sequence (its token, then its drafts in order) that the
+    implementation took otherwise, when it was a near-tie (its margin, or the margin of a
+    top-k/top-p cut at the same position, within tolerance). Everything later in that sequence
+    depends on it, so it waits for the next round."""
     choices = impl_choices(sbs)
+    slot_of_seq = {a.seq_id: a.seq.slot_idx for a in sbs.before.active}
     cut_margin: dict[tuple[int, int], float] = {}
     for d in sbs.ref.decisions:
         if d.key.kind in CUT_KINDS:
             k = (d.key.seq_id, d.key.position)
             cut_margin[k] = min(cut_margin.get(k, float("inf")), d.margin)
     out: list[tuple[Decision, int]] = []
-    seen_seqs: set[tuple[str, int]] = set()
+    settled: set[int] = set()  # slots whose first divergence was found
     for d in sbs.ref.decisions:
         if d.key.kind in CUT_KINDS or d.forced:
             continue
-        who = ("draft" if d.key.kind == "draft" else "token", d.key.seq_id)
+        slot = d.key.seq_id if d.key.kind == "draft" else slot_of_seq[d.key.seq_id]
         choice = choices.get(d.key)
-        if choice is None or choice == d.chosen or who in seen_seqs:
+        if choice is None or choice == d.chosen or slot in settled:
             continue
-        seen_seqs.add(who)
+        settled.add(slot)
         margin = min(d.margin, cut_margin.get((d.key.seq_id, d.key.position), float("inf")))
         if margin <= tol(d):
             out.append((d, choice))

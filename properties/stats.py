@@ -1,10 +1,49 @@
-"""Hypothesis `event`/`target` calls that show which paths an example really took."""
+"""Hypothesis `event`/`target` calls that show which paths an example really took, and the
+catalogue of the paths a run should reach (`expected_paths`), so a report can name the ones it
+did not."""
 
 from __future__ import annotations
 
 from hypothesis import event, target
 
+from properties.faults import ALTERNATES
 from properties.harness import SideBySide
+
+# The paths of the batched step an event names, besides call outcomes.
+PATHS = (
+    "n=1",
+    "n=2",
+    "n>=3",
+    "batched argmax engaged",
+    "batched propose group",
+    "meta stride overflow",
+    "group returned None",
+    "per-sequence fallback propose",
+    "registered difference D1",
+    "registered difference D2",
+)
+# The model operations the batched step calls; each can fail or return its alternate result.
+BATCHED_OPS = (
+    "decode_batch",
+    "argmax_batch",
+    "stash_verify_hidden_rows",
+    "save_hidden_for_mtp_from_stash",
+    "run_mtp_propose_batched",
+    "run_mtp_propose_multi",
+    "start_checkpoint_async",
+)
+
+
+def call_event(op: str, outcome: str, injected: bool) -> str:
+    """The event naming a model call that did not return normally."""
+    return f"{op} -> {outcome}" + (" (injected)" if injected else "")
+
+
+def expected_paths() -> list[str]:
+    """Every path event a long run of the whole suite should record: the paths above and each
+    injected fault kind of each batched-step operation."""
+    faults = [call_event(op, kind, True) for op in BATCHED_OPS for kind in ("err", *ALTERNATES[op])]
+    return [*PATHS, *faults]
 
 
 def record_paths(sbs: SideBySide) -> None:
@@ -24,7 +63,7 @@ def record_paths(sbs: SideBySide) -> None:
         event("per-sequence fallback propose")
     for c in calls:
         if c.outcome != "ok":
-            event(f"{c.op} -> {c.outcome}" + (" (injected)" if c.injected else ""))
+            event(call_event(c.op, c.outcome, c.injected))
     for d in sorted(sbs.translation.differences):
         event(f"registered difference {d}")
     if any(c.op == "save_hidden_for_mtp" and c.outcome == "err" for c in sbs.ref.model.calls):

@@ -53,14 +53,23 @@ def cache_lengths(draw: st.DrawFn, m: ModelSpec) -> int:
     return top - draw(st.integers(0, 3))
 
 
+STYLES = ("greedy", "greedy", "greedy", "sampled", "penalized", "grammar", "held", "mixed", "mixed")
+
+
 @st.composite
 def seq_specs(draw: st.DrawFn, m: ModelSpec, slot_idx: int, ssm_slot: int | None) -> SeqSpec:
-    """One sequence: sampling parameters, history, limits, grammar, speculation state."""
+    """One sequence: sampling parameters, history, limits, grammar, speculation state.
+
+    A style draws a plain greedy row most often (the batched argmax needs two of them), or one
+    that varies a single aspect, or one that varies everything at once ("mixed")."""
+    style = draw(st.sampled_from(STYLES))
+    mixed = style == "mixed"
     n_out = draw(st.integers(0, 6))
-    temperature = draw(st.sampled_from((0.0, 1.0, 0.3, 5.0)))
-    sampled = temperature > 0
-    penalties = draw(st.booleans())
-    grammar = draw(st.one_of(st.none(), st.sampled_from(GRAMMARS)))
+    sampled = style == "sampled" or (mixed and draw(st.booleans()))
+    temperature = draw(st.sampled_from((1.0, 0.3, 5.0))) if sampled else 0.0
+    penalties = style == "penalized" or (mixed and draw(st.booleans()))
+    grammar = draw(st.sampled_from(GRAMMARS)) if style == "grammar" or (mixed and draw(st.booleans())) else None
+    held = style == "held" or (mixed and draw(st.booleans()))
     return SeqSpec(
         cache_len=draw(cache_lengths(m)),
         n_out=n_out,
@@ -68,16 +77,16 @@ def seq_specs(draw: st.DrawFn, m: ModelSpec, slot_idx: int, ssm_slot: int | None
         temperature=temperature,
         top_k=draw(st.sampled_from((0, 1, 5, 40))) if sampled else 0,
         top_p=draw(st.sampled_from((1.0, 0.9, 0.5))) if sampled else 1.0,
-        repetition=draw(st.sampled_from((1.0, 1.3, 0.8))) if penalties else 1.0,
+        repetition=draw(st.sampled_from((1.3, 0.8, 1.0))) if penalties else 1.0,
         frequency=draw(st.sampled_from((0.0, 0.5))) if penalties else 0.0,
         presence=draw(st.sampled_from((0.0, 0.7))) if penalties else 0.0,
-        min_tokens=draw(st.sampled_from((0, n_out + 1, n_out + 3))),
-        reasoning=draw(st.booleans()),
-        stop_ids=tuple(draw(st.lists(st.integers(3, m.vocab_size - 1), max_size=2))),
+        min_tokens=draw(st.sampled_from((n_out + 1, n_out + 3))) if held else 0,
+        reasoning=mixed and draw(st.booleans()),
+        stop_ids=tuple(draw(st.lists(st.integers(3, m.vocab_size - 1), max_size=2))) if mixed else (),
         tool_call_end_at=draw(st.one_of(st.none(), st.integers(0, 5))),
         grammar=grammar,
         top_logprobs=draw(st.one_of(st.none(), st.integers(0, 5))),
-        spec=draw(st.sampled_from(("on", "backed_off", "reprobe"))),
+        spec=draw(st.sampled_from(("on", "on", "backed_off", "reprobe"))),
         ssm_slot=ssm_slot,
         slot_idx=slot_idx,
         token_seed=draw(st.integers(0, 2**16)),
@@ -85,16 +94,20 @@ def seq_specs(draw: st.DrawFn, m: ModelSpec, slot_idx: int, ssm_slot: int | None
     )
 
 
+MOSTLY_ON = st.sampled_from((True, True, True, False))
+
+
 @st.composite
 def step_specs(draw: st.DrawFn, ladder_max: int = 8) -> StepSpec:
+    """Levers mostly at their serving defaults (so the batched paths engage), sometimes off."""
     conf_on = draw(st.booleans())
     return StepSpec(
         ladder_nd=draw(st.one_of(st.sampled_from((3, 1, 2, 4)), st.integers(0, ladder_max))),
-        mtp_boot_argmax=draw(st.sampled_from((True, False))),
+        mtp_boot_argmax=draw(MOSTLY_ON),
         dcut_enabled=conf_on and draw(st.booleans()),
         draft_stop_logprob=draw(st.sampled_from((None, -2.0))) if conf_on else None,
-        fast_greedy_grammar=draw(st.sampled_from((True, False))),
-        force_temp_zero=draw(st.booleans()),
+        fast_greedy_grammar=draw(MOSTLY_ON),
+        force_temp_zero=not draw(MOSTLY_ON),
         min_reasoning_floor=draw(st.sampled_from((0, 4, 12))),
     )
 
@@ -138,8 +151,11 @@ def world_specs(
     ssm = draw(st.permutations(range(m.num_slots)))[:n]
     no_ssm = draw(st.sets(st.integers(0, n - 1), max_size=n))
     seqs = tuple(draw(seq_specs(m, slots[i], None if i in no_ssm else ssm[i])) for i in range(n))
-    chosen = draw(st.sets(st.integers(0, n - 1), min_size=min(min_n, n), max_size=n))
-    bootstrap = tuple(sorted(chosen)) or (0,)
+    if draw(st.booleans()):
+        bootstrap = tuple(range(n))
+    else:
+        chosen = draw(st.sets(st.integers(0, n - 1), min_size=min(min_n, n), max_size=n))
+        bootstrap = tuple(sorted(chosen)) or (0,)
     return WorldSpec(
         model=m,
         seqs=seqs,

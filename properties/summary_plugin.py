@@ -1,19 +1,29 @@
 """A pytest plugin for the verification job: a progress line per property as it finishes and a
-summary table (property, examples, near-ties, result, time) at the end; optional JSON summary."""
+summary table (property, examples, near-ties, result, time) at the end; optional JSON summary.
+
+The counts (`properties.counters`) are per process. Wherever a test runs (the only process, or an
+xdist worker) its counts travel with its report as the user property `COUNTS_PROPERTY` (a JSON
+string, so JUnit XML shows it too); the process that reports (the only one, or the xdist
+controller) reads them back with `counts_of`. Examples are counted from Hypothesis's observability
+records, so the plugin turns observability on (without its line coverage, which is slow).
+"""
 
 from __future__ import annotations
 
 import json
 import os
-import time
+from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis.internal import observability
 
 from properties import counters
 
 ENV_SUMMARY_JSON = "MTP_VERIFY_SUMMARY_JSON"
+COUNTS_PROPERTY = "mtp_verify_counts"
 
 
 @dataclass(slots=True)
@@ -24,44 +34,80 @@ class Row:
     largest_near_tie: float | None
     result: str
     seconds: float
+    runs: int = 0
+
+
+def counts_of(report: pytest.TestReport) -> dict[str, Any]:
+    """The counts a report carries (`counters.snapshot` of its test); zeros when it carries none,
+    as for a test whose worker crashed."""
+    for name, value in report.user_properties:
+        if name == COUNTS_PROPERTY:
+            return json.loads(value)
+    return counters.snapshot("no such test")
+
+
+def is_final(report: pytest.TestReport) -> bool:
+    """True for the report that decides a test's result: its call, a setup that did not pass, or
+    the report xdist makes for a test whose worker crashed."""
+    return report.when == "call" or (report.when != "teardown" and report.outcome != "passed")
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@pytest.hookimpl
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    counters.current_test = item.nodeid
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if is_final(report):
+        report.user_properties.append((COUNTS_PROPERTY, json.dumps(counters.snapshot(item.nodeid))))
+    return report
 
 
 class Summary:
+    """The reporting side: progress lines, the table, the JSON rows."""
+
     def __init__(self) -> None:
         self.rows: list[Row] = []
-        self.started: dict[str, float] = {}
         self.total = 0
 
     @pytest.hookimpl
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.total = len(session.items)
 
-    @pytest.hookimpl
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        counters.current_test = item.nodeid
-        self.started[item.nodeid] = time.perf_counter()
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        self.total = max(self.total, len(ids))
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            result = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[report.outcome]
-            seconds = time.perf_counter() - self.started.get(report.nodeid, time.perf_counter())
-            name = report.nodeid.split("::")[-1]
-            row = Row(
-                name,
-                counters.examples[report.nodeid],
-                counters.near_ties[report.nodeid],
-                counters.largest_near_tie.get(report.nodeid),
-                result,
-                seconds,
-            )
-            self.rows.append(row)
-            done = len(self.rows)
-            print(
-                f"\n[{done}/{self.total}] {result} {name}: {row.examples} examples, "
-                f"{row.near_ties} near-ties, {seconds:.1f} s",
-                flush=True,
-            )
+        if not is_final(report):
+            return
+        result = {"passed": "PASS", "failed": "FAIL", "skipped": "SKIP"}[report.outcome]
+        counts = counts_of(report)
+        name = report.nodeid.split("::")[-1]
+        row = Row(
+            name,
+            counts["examples"],
+            counts["near_ties"],
+            counts["largest_near_tie"],
+            result,
+            report.duration,
+            counts["runs"],
+        )
+        self.rows.append(row)
+        print(
+            f"\n[{len(self.rows)}/{self.total or '?'}] {result} {name}: {row.examples} examples, "
+            f"{row.near_ties} near-ties, {row.seconds:.1f} s",
+            flush=True,
+        )
 
     @pytest.hookimpl
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
@@ -83,4 +129,11 @@ class Summary:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(Summary(), "mtp-verify-summary")
+    observability.OBSERVABILITY_COLLECT_COVERAGE = False
+    observability.add_observability_callback(counters.count_observation)
+    if not is_worker(config):
+        config.pluginmanager.register(Summary(), "mtp-verify-summary")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    observability.remove_observability_callback(counters.count_observation)

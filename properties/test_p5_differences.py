@@ -23,7 +23,7 @@ RUN = current()
 
 def clean(spec: WorldSpec) -> WorldSpec:
     """No organic failures: every group fits the stride and the stash."""
-    return replace(spec, model=replace(spec.model, meta_stride=None, stash_capacity=max(64, len(spec.seqs))))
+    return replace(spec, model=replace(spec.model, meta_stride=64, stash_capacity=max(64, len(spec.seqs))))
 
 
 def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
@@ -32,7 +32,7 @@ def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
     return replace(
         clean(spec),
         seqs=seqs,
-        model=replace(spec.model, group_cap=group_cap, meta_stride=None, stash_capacity=64),
+        model=replace(spec.model, group_cap=group_cap, meta_stride=64, stash_capacity=64),
         step=replace(spec.step, ladder_nd=max(1, spec.step.ladder_nd)),
     )
 

@@ -12,6 +12,7 @@ import pytest
 from properties.checks import check_calls, check_equivalence, check_logs
 from properties.harness import SideBySide, run_side_by_side
 from properties.report import format_report
+from properties.run_config import current
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 
@@ -23,6 +24,17 @@ def mix(n: int, **seq: object) -> tuple[SeqSpec, ...]:
     )
 
 
+RUN = current()
+
+
+def on_run_device(m: ModelSpec) -> ModelSpec:
+    """The case's model on the selected device and numerics (`--device`, `--numerics`): on the CPU in
+    exact numerics as written; elsewhere in the run's dtype (float32 exact or bf16 fast on a GPU)."""
+    if RUN.device == "cpu" and RUN.numerics == "exact":
+        return m
+    return replace(m, device=RUN.device, numerics=RUN.numerics, dtype=RUN.dtypes[0])
+
+
 def world(
     seqs: tuple[SeqSpec, ...],
     boot: tuple[int, ...] | None = None,
@@ -31,7 +43,7 @@ def world(
     faults: tuple[FaultSpec, ...] = (),
 ) -> WorldSpec:
     return WorldSpec(
-        model=model or ModelSpec(),
+        model=on_run_device(model or ModelSpec()),
         seqs=seqs,
         bootstrap=boot or tuple(range(len(seqs))),
         step=step or StepSpec(),

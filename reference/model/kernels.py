@@ -39,8 +39,8 @@ def _pad_rows(x: torch.Tensor, rows: int, value: float | int) -> torch.Tensor:
     """`x` with rows appended (filled with `value`) up to `rows`, contiguous."""
     if x.shape[0] == rows:
         return x.contiguous()
-    pad = torch.full((rows - x.shape[0], *x.shape[1:]), value, dtype=x.dtype, device=x.device)
-    return torch.cat([x, pad], dim=0)
+    # One op: F.pad takes (last dim left, right, ..., first dim left, right).
+    return F.pad(x, (0, 0) * (x.dim() - 1) + (0, rows - x.shape[0]), value=value)
 
 
 def tiled(
@@ -56,6 +56,9 @@ def tiled(
         return fn(*xs)
     m, t = xs[0].shape[0], nm.tile
     pads = [0] * len(xs) if pads is None else pads
+    if m <= t:  # one chunk: no concatenation
+        out = fn(*(_pad_rows(x, t, p) for x, p in zip(xs, pads, strict=True)))
+        return tuple(o[:m] for o in out) if isinstance(out, tuple) else out[:m]
     outs: list[Tensors] = []
     for start in range(0, max(m, 1), t):
         outs.append(fn(*(_pad_rows(x[start : start + t], t, p) for x, p in zip(xs, pads, strict=True))))

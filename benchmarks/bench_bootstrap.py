@@ -1,0 +1,118 @@
+"""The per-sequence bootstrap loop against the batched step, one benchmark group per batch size n.
+
+Every round runs one step on a fresh clone of the same world (the step mutates it); cloning is
+outside the timed region, and the device is synchronised at the end of the setup and of the timed
+call, so a CUDA round times the whole step's device work. Before timing, one counted run (not timed)
+records the device operators and host reads the step issues and which rows drafted; the memory
+floor of the batched step's work follows from those rows (`benchmarks.floor`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+from batched.step import step_mtp_bootstrap_batched
+from benchmarks.floor import step_bytes
+from benchmarks.opcount import count_ops
+from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
+from benchmarks.worlds import BenchWorld, build_bench_world, sync
+from reference.step import step_mtp_bootstrap_per_seq
+
+IMPLS: dict[str, Callable[..., None]] = {
+    "per_seq": step_mtp_bootstrap_per_seq,
+    "batched": step_mtp_bootstrap_batched,
+}
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """One case per (n, impl), grouped by n; CUDA asked for on a machine without it skips cleanly,
+    any other bad setting is an error."""
+    if "case" not in metafunc.fixturenames:
+        return
+    try:
+        s = settings_from_config(metafunc.config)
+    except NoCudaDevice as e:
+        metafunc.parametrize("case", [pytest.param(None, marks=pytest.mark.skip(reason=str(e)))])
+        return
+    cases = [(n, impl) for n in s.sizes for impl in IMPLS]
+    metafunc.parametrize("case", cases, ids=[f"n{n:03d}-{impl}" for n, impl in cases])
+
+
+@functools.lru_cache(maxsize=1)
+def pristine_world(s: BenchSettings, n: int) -> BenchWorld:
+    """The world of n sequences, built once per n (one at a time is kept)."""
+    return build_bench_world(s, n)
+
+
+def device_name(device: str) -> str:
+    if device.startswith("cuda"):
+        return torch.cuda.get_device_name(torch.device(device))
+    return f"{platform.processor() or platform.machine()} ({torch.get_num_threads()} intra-op thread(s))"
+
+
+def plan_rounds(seconds_per_call: float, s: BenchSettings) -> int:
+    """Rounds that fill the time budget, within the settings' bounds."""
+    wanted = math.ceil(s.budget_s / max(seconds_per_call, 1e-6))
+    return max(s.min_rounds, min(s.max_rounds, wanted))
+
+
+def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchSettings, bandwidth: float) -> None:
+    n, impl = case
+    s = bench_settings
+    step = IMPLS[impl]
+    base = pristine_world(s, n)
+
+    def setup() -> tuple[tuple[BenchWorld], dict[str, Any]]:
+        world = base.clone()
+        sync(s.device)
+        return (world,), {}
+
+    def run(w: BenchWorld) -> None:
+        step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
+        sync(s.device)
+
+    probe = setup()[0][0]
+    counts = count_ops(lambda: run(probe), s.device)
+    drafting = [len(probe.active[i].pending_drafts) == s.ladder_nd for i in probe.idxs]
+    assert 2 * sum(drafting) >= n, f"only {sum(drafting)} of {n} rows drafted: the mix is not what is measured"
+
+    nbytes = step_bytes(base.model.cfg, base.model.weights, base.cache_lens(), drafting, s.ladder_nd)
+    benchmark.group = f"bootstrap {s.mix} n={n:03d}"
+    benchmark.extra_info.update(
+        {
+            "n": n,
+            "impl": impl,
+            "device": s.device,
+            "device_name": device_name(s.device),
+            "dtype": s.dtype,
+            "numerics": s.numerics,
+            "mix": s.mix,
+            "hidden": s.hidden,
+            "vocab_size": s.vocab_size,
+            "ladder_nd": s.ladder_nd,
+            "group_cap": s.group_cap,
+            "cache_tokens": sum(base.cache_lens()),
+            "rows_drafting": sum(drafting),
+            "bytes": nbytes,
+            "bandwidth_Bps": bandwidth,
+            "floor_s": nbytes / bandwidth,
+            "device_ops": counts.device_ops,
+            "host_reads": counts.host_reads if s.on_cuda else None,
+        }
+    )
+
+    rounds = s.min_rounds
+    if not benchmark.disabled:
+        (warm,), _ = setup()
+        t0 = time.perf_counter()
+        run(warm)
+        rounds = plan_rounds(time.perf_counter() - t0, s)
+    benchmark.pedantic(run, setup=setup, rounds=rounds, warmup_rounds=s.warmup_rounds, iterations=1)

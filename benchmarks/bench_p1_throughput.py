@@ -1,0 +1,69 @@
+"""Throughput of the P1 equivalence check: examples per second of `run_side_by_side` followed by
+`check_equivalence`, over the fixed spec list of `benchmarks.p1_specs` (CPU, exact numerics,
+n <= 8). One round checks every spec once; the warm-up round fills the weight caches the property
+run also keeps warm. Besides the wall-clock figure it records examples per second of process CPU
+time, the better estimate on a shared, loaded machine, and how many examples showed a mismatch
+(the P1 property reports those; the throughput benchmark only counts them). Rounds:
+`MTP_BENCH_P1_ROUNDS` (default 1, so a plain test run stays quick; 5 for a figure worth quoting)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from benchmarks.p1_specs import p1_run_config, p1_specs
+from properties.checks import check_equivalence
+from properties.harness import run_side_by_side
+from properties.specs import WorldSpec
+
+ENV_P1_ROUNDS = "MTP_BENCH_P1_ROUNDS"
+
+
+def check_all(specs: tuple[WorldSpec, ...]) -> int:
+    """Run P1 on every spec; returns the number of examples that showed a mismatch."""
+    failures = 0
+    for spec in specs:
+        sbs = run_side_by_side(spec)
+        failures += bool(check_equivalence(sbs))
+    return failures
+
+
+def test_p1_throughput(benchmark: Any) -> None:
+    t0 = time.perf_counter()
+    specs = p1_specs()
+    draw_s = time.perf_counter() - t0
+    rounds = int(os.environ.get(ENV_P1_ROUNDS) or "1")
+    run = p1_run_config()
+
+    cpu_s: list[float] = []
+
+    def timed_round() -> int:
+        t_cpu = time.process_time()
+        failures = check_all(specs)
+        cpu_s.append(time.process_time() - t_cpu)
+        return failures
+
+    benchmark.group = "p1 throughput"
+    failures = benchmark.pedantic(timed_round, rounds=rounds, warmup_rounds=1, iterations=1)
+
+    median = benchmark.stats.stats.median if not benchmark.disabled else None
+    cpu_median = statistics.median(cpu_s[1:]) if median else None
+    benchmark.extra_info.update(
+        {
+            "examples": len(specs),
+            "mismatched_examples": failures,
+            "sequences": sum(len(s.seqs) for s in specs),
+            "bootstrapped": sum(len(s.bootstrap) for s in specs),
+            "device": run.device,
+            "numerics": run.numerics,
+            "max_n": run.max_n,
+            "threads": torch.get_num_threads(),
+            "draw_s": draw_s,
+            "examples_per_s": len(specs) / median if median else None,
+            "examples_per_cpu_s": len(specs) / cpu_median if cpu_median else None,
+        }
+    )

@@ -1,0 +1,124 @@
+"""`python -m benchmarks.report RESULTS.json [--out docs]`: write a pytest-benchmark JSON file's
+results into `<out>/benchmarks.md` and plot them.
+
+The bootstrap table goes between the markers of its device kind and mix (`bench:gpu`, `bench:cpu`,
+`bench:gpu-greedy`, `bench:cpu-greedy`), the P1 throughput table between the `bench:p1` markers; the
+rest of the page is left as it is, and a missing page or marker is created. With matplotlib
+installed (`pip install -e '.[bench]'`) the plot goes to `<out>/benchmarks.png` for the GPU's mixed
+results and `<out>/benchmarks-<key>.png` for the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.plot import plot_rows
+from benchmarks.tables import bootstrap_entries, bootstrap_rows, bootstrap_table, p1_entries, p1_table, run_summary
+
+DOC_NAME = "benchmarks.md"
+PLOT_NAMES = {"gpu": "benchmarks.png", "cpu": "benchmarks-cpu.png"}
+
+
+def begin_marker(key: str) -> str:
+    return f"<!-- bench:{key}:begin (written by python -m benchmarks.report) -->"
+
+
+def end_marker(key: str) -> str:
+    return f"<!-- bench:{key}:end -->"
+
+
+def replace_section(text: str, key: str, body: str) -> str:
+    """`text` with the part between the `key` markers replaced by `body` (markers kept); the
+    section is appended when its markers are missing."""
+    begin, end = begin_marker(key), end_marker(key)
+    block = f"{begin}\n{body.strip()}\n{end}"
+    start = text.find(begin)
+    stop = text.find(end, start + len(begin)) if start >= 0 else -1
+    if start < 0 or stop < 0:
+        return text.rstrip() + "\n\n" + block + "\n"
+    return text[:start] + block + text[stop + len(end) :]
+
+
+def section_key(entry: dict[str, Any]) -> str:
+    """gpu or cpu, with `-greedy` for the all-greedy mix."""
+    info = entry["extra_info"]
+    kind = "gpu" if str(info.get("device", "")).startswith("cuda") else "cpu"
+    return kind if info.get("mix", "mixed") == "mixed" else f"{kind}-{info['mix']}"
+
+
+def plot_name(key: str) -> str:
+    return "benchmarks.png" if key == "gpu" else f"benchmarks-{key}.png"
+
+
+def bootstrap_sections(data: dict[str, Any], out: Path) -> list[tuple[str, str, Path | None]]:
+    """(marker key, markdown body, plot written or None) per device kind and mix in the file."""
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for b in bootstrap_entries(data):
+        by_key.setdefault(section_key(b), []).append(b)
+    sections = []
+    for key, entries in by_key.items():
+        rows = bootstrap_rows(entries)
+        plot_path = out / plot_name(key)
+        title = f"MTP bootstrap, {key}: {entries[0]['extra_info']['dtype']}"
+        plotted = plot_rows(rows, plot_path, title)
+        body = f"Measured on {run_summary(data, entries)}\n\n{bootstrap_table(rows)}\n"
+        if plotted:
+            body += f"\n![speedup and time over the floor against n]({plot_path.name})\n"
+        sections.append((key, body, plot_path if plotted else None))
+    return sections
+
+
+def p1_section(data: dict[str, Any]) -> str | None:
+    entries = p1_entries(data)
+    if not entries:
+        return None
+    i = entries[0]["extra_info"]
+    head = (
+        f"Measured on {i['device']}, {i['numerics']} numerics, n <= {i['max_n']}, {i['threads']} intra-op "
+        f"thread(s); {data.get('datetime', 'undated')}."
+    )
+    return f"{head}\n\n{p1_table(entries)}\n"
+
+
+def write_report(results: Path, out: Path) -> list[Path]:
+    """Update `<out>/benchmarks.md` (and the plot) from `results`; returns the files written.
+    ValueError when the file holds neither bootstrap nor P1 results."""
+    data = json.loads(results.read_text())
+    doc = out / DOC_NAME
+    text = doc.read_text() if doc.exists() else "# Benchmarks\n"
+    written: list[Path] = []
+    boot = bootstrap_sections(data, out)
+    for key, body, plot in boot:
+        text = replace_section(text, key, body)
+        written += [plot] if plot else []
+    p1 = p1_section(data)
+    if p1 is not None:
+        text = replace_section(text, "p1", p1)
+    if not boot and p1 is None:
+        raise ValueError(f"{results}: no bootstrap or P1 benchmark results in it")
+    out.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text)
+    return [doc, *written]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.splitlines()[0])
+    parser.add_argument("results", type=Path, help="a pytest-benchmark JSON file (--benchmark-json)")
+    parser.add_argument("--out", type=Path, default=Path("docs"), help="folder of benchmarks.md (default docs)")
+    args = parser.parse_args(argv)
+    try:
+        written = write_report(args.results, args.out)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"benchmarks.report: {e}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Unit tests of the benchmark tools: settings, the floor's byte count, op counting, the report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks.floor import propose_passes, step_bytes, weight_bytes
+from benchmarks.opcount import count_ops
+from benchmarks.report import begin_marker, end_marker, replace_section, write_report
+from benchmarks.settings import CPU_DEFAULTS, parse_sizes, resolve
+from benchmarks.tables import bootstrap_rows, fmt_time
+from benchmarks.worlds import build_bench_world
+
+
+def test_settings_resolve_overrides_and_rejects_bad_sizes() -> None:
+    s = resolve({"device": "cpu", "sizes": "1,3", "budget": "0.5"}, env={"MTP_BENCH_HIDDEN": "32"})
+    assert (s.sizes, s.budget_s, s.hidden, s.dtype) == ((1, 3), 0.5, 32, CPU_DEFAULTS.dtype)
+    with pytest.raises(ValueError, match="positive integers"):
+        parse_sizes("1,0")
+    with pytest.raises(ValueError, match="expected cpu"):
+        resolve({"device": "tpu"}, env={})
+
+
+def test_weight_bytes_cover_every_weight_once() -> None:
+    w = build_bench_world(CPU_DEFAULTS, 2).model.weights
+    assert sum(weight_bytes(w)) == sum(t.numel() * t.element_size() for t in w.state_dict().values())
+
+
+def test_step_bytes_by_hand() -> None:
+    world = build_bench_world(CPU_DEFAULTS, 2)
+    cfg, w = world.model.cfg, world.model.weights
+    main_w, draft_w, embed_w = weight_bytes(w)
+    kv_pos, k = 2 * cfg.hidden * 4, 3  # float32
+    lens = [10, 20]
+    expected = main_w + embed_w + k * (draft_w + embed_w)  # both rows in one group
+    expected += (12 + 22) * kv_pos  # main KV: cache + new position read, new position written
+    expected += sum((p + i + 2) * kv_pos for p in (11, 21) for i in range(k))  # drafter KV
+    expected += 2 * 4 * cfg.ssm_state * 4  # SSM state and checkpoint
+    expected += 2 * 4 * cfg.vocab_size * (2 + 2 * k)  # logits written and read
+    assert step_bytes(cfg, w, lens, [True, True], k) == expected
+    assert propose_passes(5, 2) == 3 and propose_passes(5, 1) == 5 and propose_passes(0, 8) == 0
+
+
+def test_count_ops_skips_views_and_counts_kernels() -> None:
+    x = torch.ones(4)
+    counts = count_ops(lambda: (x.view(2, 2) + 1).sum(), "cpu")
+    assert counts.device_ops == 2  # add, sum; the view launches nothing
+    assert counts.host_reads == 0
+
+
+def _entry(n: int, impl: str, median: float) -> dict[str, object]:
+    info = {
+        "n": n,
+        "impl": impl,
+        "device": "cpu",
+        "device_name": "test cpu",
+        "dtype": "float32",
+        "numerics": "fast",
+        "hidden": 64,
+        "vocab_size": 1024,
+        "ladder_nd": 3,
+        "group_cap": 64,
+        "bandwidth_Bps": 1e10,
+        "floor_s": 1e-4,
+        "device_ops": 10 * n,
+        "host_reads": None,
+    }
+    return {"name": f"{impl}{n}", "stats": {"median": median, "rounds": 5}, "extra_info": info}
+
+
+def test_report_writes_table_between_markers(tmp_path: Path) -> None:
+    data = {"benchmarks": [_entry(2, "per_seq", 4e-3), _entry(2, "batched", 1e-3)], "datetime": "today"}
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(data))
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"# B\n\nkept\n\n{begin_marker('cpu')}\nold\n{end_marker('cpu')}\n\ntail\n")
+    write_report(results, tmp_path)
+    text = doc.read_text()
+    assert "kept" in text and "tail" in text and "old" not in text
+    assert "| 2 | 4 ms | 1 ms | 4.00x | 100 µs | 10x | 20 / 20 |" in text
+    rows = bootstrap_rows(data["benchmarks"])  # type: ignore[arg-type]
+    assert rows[0].speedup == pytest.approx(4.0)
+
+
+def test_replace_section_appends_when_missing_and_fmt_time_units() -> None:
+    text = replace_section("# B\n", "p1", "body")
+    assert text.endswith(f"{begin_marker('p1')}\nbody\n{end_marker('p1')}\n")
+    assert replace_section(text, "p1", "new").count("body") == 0
+    assert [fmt_time(x) for x in (2e-6, 0.0123, 1.5, None)] == ["2 µs", "12.3 ms", "1.5 s", "-"]

@@ -1,0 +1,146 @@
+"""Running the property suite against one mutant in a throw-away copy of the project."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mutants.apply import ApplyError, prepare
+from mutants.order import SuiteTest, ordered_nodeids
+from mutants.plugin import ENV_RESULT
+from mutants.spec import Mutant
+
+# Environment that would point the suite at something other than the mutated default implementation.
+BASELINE = "baseline"
+DROPPED_ENV = ("MTP_VERIFY_IMPL", "MTP_VERIFY_PROFILE", "MTP_VERIFY_SUMMARY_JSON", "PYTEST_ADDOPTS")
+
+
+@dataclass(slots=True)
+class RunOptions:
+    """How each mutant runs: Hypothesis profile, largest mix, per-mutant timeout, whether to keep
+    the copies."""
+
+    profile: str = "mutants"
+    max_n: int | None = None
+    timeout_s: float = 300.0
+    keep: bool = False
+
+
+@dataclass(slots=True)
+class Result:
+    """A mutant's outcome. status: killed, survived, not-applied or error. `killer` is the first
+    failing test, `examples` the example of that test that failed, `examples_total` every example
+    run across the tests before and including the kill."""
+
+    id: str
+    file: str
+    ids: list[str]
+    description: str
+    status: str
+    killer: str | None = None
+    examples: int | None = None
+    examples_total: int = 0
+    tests_run: int = 0
+    reason: str = ""
+    seconds: float = 0.0
+    workdir: str | None = None
+    tests: list[dict] = field(default_factory=list)
+
+
+def pytest_command(nodeids: list[str], opts: RunOptions) -> list[str]:
+    """The pytest command line: the suite in the given order, stop at the first failure, the
+    counting plugin, the run's profile."""
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "mutants.plugin", "-p", "no:cacheprovider"]
+    cmd += ["--hypothesis-profile", opts.profile]
+    if opts.max_n is not None:
+        cmd += ["--max-n", str(opts.max_n)]
+    return cmd + nodeids
+
+
+def child_env(project: Path, result_path: Path) -> dict[str, str]:
+    """The environment of a mutant's pytest: the copy first on the import path, one torch thread."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+    env["PYTHONPATH"] = str(project)
+    env[ENV_RESULT] = str(result_path)
+    env.setdefault("MTP_VERIFY_THREADS", "1")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _tail(text: str, lines: int = 15) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def read_outcome(res: Result, payload: dict, project: Path) -> None:
+    """Fill `res` from the plugin's JSON. A suite that imported the batched step from outside the
+    mutated copy is an error, never a survivor."""
+    loaded = payload.get("step_module_file") or ""
+    if not Path(loaded).resolve().is_relative_to(project.resolve()):
+        res.status, res.reason = "error", f"batched.step was imported from {loaded!r}, not the mutated copy"
+        return
+    res.tests = payload["tests"]
+    res.tests_run = len(res.tests)
+    failed = [t for t in res.tests if t["outcome"] == "failed"]
+    if failed:
+        first = failed[0]
+        res.status, res.killer, res.examples, res.reason = (
+            "killed",
+            first["nodeid"],
+            first["failing_example"],
+            first["reason"],
+        )
+        upto = res.tests[: res.tests.index(first)]
+        res.examples_total = sum(t["examples"] for t in upto) + (first["failing_example"] or 0)
+    else:
+        res.status = "survived"
+        res.examples_total = sum(t["examples"] for t in res.tests)
+
+
+def run_mutant(root: Path, m: Mutant | None, tests: list[SuiteTest], opts: RunOptions) -> Result:
+    """Copy the project, apply `m`, run the suite (tests covering `m.ids` first) and say whether it
+    was killed, by which test, after how many examples and in how long. `m` None is the baseline:
+    the unchanged project, every test in suite order, which must pass."""
+    res = Result(m.id, m.file, list(m.ids), m.description, "error") if m else Result(BASELINE, "", [], "", "error")
+    started = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix=f"mutant-{res.id}-"))
+    project, result_path = work / "project", work / "result.json"
+    try:
+        try:
+            prepare(root, m, project)
+        except ApplyError as e:
+            res.status, res.reason = "not-applied", str(e)
+            return res
+        cmd = pytest_command(ordered_nodeids(tests, m.ids if m else ()), opts)
+        try:
+            proc = subprocess.run(
+                cmd,
+                cwd=project,
+                env=child_env(project, result_path),
+                capture_output=True,
+                text=True,
+                timeout=opts.timeout_s,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            res.reason = f"the suite ran past {opts.timeout_s:.0f} s"
+            return res
+        if proc.returncode not in (0, 1) or not result_path.is_file():
+            res.reason = f"pytest exit {proc.returncode}: {_tail(proc.stdout + proc.stderr)}"
+            return res
+        read_outcome(res, json.loads(result_path.read_text()), project)
+        if res.status == "survived" and proc.returncode != 0:
+            res.status, res.reason = "error", f"pytest exit 1 with no failed test: {_tail(proc.stdout)}"
+        return res
+    finally:
+        res.seconds = round(time.perf_counter() - started, 2)
+        if opts.keep:
+            res.workdir = str(work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)

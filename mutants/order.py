@@ -1,0 +1,48 @@
+"""Which property tests run first for a mutant: the tests whose `@covers` names one of the mutant's
+behaviour ids, then every other test of the suite, so that a kill is found fast and a survivor has
+faced the whole suite. Read from the source (no import), so the order costs nothing."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+SUITE_DIR = "properties"
+
+
+@dataclass(slots=True, frozen=True)
+class SuiteTest:
+    """One test function of the suite: its pytest node id and the behaviour ids it covers."""
+
+    nodeid: str
+    ids: frozenset[str]
+
+
+def _covered_ids(fn: ast.FunctionDef) -> frozenset[str]:
+    ids: set[str] = set()
+    for d in fn.decorator_list:
+        if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "covers":
+            ids.update(a.value for a in d.args[1:] if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return frozenset(ids)
+
+
+def suite_tests(root: Path, suite_dir: str = SUITE_DIR) -> list[SuiteTest]:
+    """Every module-level `test_*` function of `suite_dir/test_*.py`, in file and source order."""
+    out: list[SuiteTest] = []
+    for path in sorted((root / suite_dir).glob("test_*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        rel = path.relative_to(root).as_posix()
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                out.append(SuiteTest(f"{rel}::{node.name}", _covered_ids(node)))
+    return out
+
+
+def ordered_nodeids(tests: list[SuiteTest], ids: tuple[str, ...]) -> list[str]:
+    """All node ids, those covering the most of `ids` first (ties keep suite order), then the rest
+    in suite order. Each test appears once."""
+    wanted = set(ids)
+    hits = [(len(t.ids & wanted), i, t.nodeid) for i, t in enumerate(tests) if t.ids & wanted]
+    first = [nodeid for _, _, nodeid in sorted(hits, key=lambda h: (-h[0], h[1]))]
+    return first + [t.nodeid for t in tests if t.nodeid not in first]

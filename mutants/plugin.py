@@ -1,0 +1,122 @@
+"""A pytest plugin for mutant runs (`-p mutants.plugin`): counts the examples each test ran, notes
+the example at which a test first failed, and writes one JSON row per test to the path in
+`MTP_MUTANTS_RESULT_JSON`, together with the file the batched step was imported from (so a run
+that tested the wrong copy of the project cannot pass for a survivor)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis.errors import HypothesisException
+
+ENV_RESULT = "MTP_MUTANTS_RESULT_JSON"
+CHECKED_MODULE = "batched.step"
+
+
+@dataclass(slots=True)
+class TestRow:
+    """One test's outcome: examples run, the 1-based example that first failed (None when none
+    did), a one-line reason, and seconds."""
+
+    nodeid: str
+    outcome: str
+    examples: int
+    failing_example: int | None
+    reason: str
+    seconds: float
+
+
+class ExampleCounter:
+    """Wraps each Hypothesis test's inner function (`test.hypothesis.inner_test`) to count calls,
+    without changing which examples it draws."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.current = ""
+        self.examples: Counter[str] = Counter()
+        self.first_failure: dict[str, int] = {}
+        self.started: dict[str, float] = {}
+        self.rows: list[TestRow] = []
+
+    def _wrap(self, fn: Any) -> bool:
+        hyp = getattr(fn, "hypothesis", None)
+        if hyp is None or not hasattr(hyp, "inner_test"):
+            return False
+        if getattr(hyp.inner_test, "_mutants_counted", False):
+            return True
+        inner = hyp.inner_test
+
+        # `functools.wraps` keeps the source, signature and digest Hypothesis derandomizes from, so
+        # the counted test draws exactly the examples the plain one does.
+        @functools.wraps(inner)
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            test = self.current
+            self.examples[test] += 1
+            try:
+                return inner(*args, **kwargs)
+            except HypothesisException:
+                raise
+            except Exception:
+                self.first_failure.setdefault(test, self.examples[test])
+                raise
+
+        counted._mutants_counted = True  # type: ignore[attr-defined]
+        hyp.inner_test = counted
+        return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.current = item.nodeid
+        self.started[item.nodeid] = time.perf_counter()
+        fn = getattr(item, "obj", None)
+        if fn is not None and not self._wrap(fn):
+            self.examples[item.nodeid] = 1  # a plain test is one example
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or report.outcome == "failed":
+            nodeid = report.nodeid
+            failed = report.outcome == "failed"
+            reason = ""
+            if failed:
+                crash = getattr(report.longrepr, "reprcrash", None)
+                reason = (crash.message if crash is not None else str(report.longrepr)).strip().splitlines()[0][:240]
+            first = self.first_failure.get(nodeid)
+            if failed and first is None:
+                first = max(self.examples[nodeid], 1)
+            self.rows.append(
+                TestRow(
+                    nodeid,
+                    report.outcome,
+                    self.examples[nodeid],
+                    first if failed else None,
+                    reason,
+                    round(time.perf_counter() - self.started.get(nodeid, time.perf_counter()), 3),
+                )
+            )
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        module = sys.modules.get(CHECKED_MODULE)
+        loaded = getattr(module, "__file__", None)
+        payload = {
+            "step_module_file": loaded,
+            "rootdir": str(session.config.rootpath),
+            "tests": [asdict(r) for r in self.rows],
+        }
+        self.path.write_text(json.dumps(payload, indent=1) + "\n")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    path = os.environ.get(ENV_RESULT)
+    if path:
+        config.pluginmanager.register(ExampleCounter(Path(path)), "mtp-mutants-counter")

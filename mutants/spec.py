@@ -1,0 +1,31 @@
+"""How a mutant is written down: a file of the project, exact snippets to replace, the behaviour ids
+the change breaks, and one line saying what the bug is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True, frozen=True)
+class Edit:
+    """Replace `original`, which must occur exactly once in the file, by `replacement`."""
+
+    original: str
+    replacement: str
+
+
+@dataclass(slots=True, frozen=True)
+class Mutant:
+    """One deliberate bug: `edits` applied in order to `file` (relative to the project root)."""
+
+    id: str
+    file: str
+    edits: tuple[Edit, ...]
+    ids: tuple[str, ...]
+    description: str
+
+
+def mutant(mid: str, file: str, ids: str, description: str, *pairs: tuple[str, str]) -> Mutant:
+    """A `Mutant` from its id, file, space-separated behaviour ids, description and
+    (original, replacement) pairs."""
+    return Mutant(mid, file, tuple(Edit(o, r) for o, r in pairs), tuple(ids.split()), description)

@@ -1,0 +1,104 @@
+"""Make a failure a permanent regression case in one step:
+
+    python -m properties.promote REPLAY.json [--name NAME] [--note TEXT] [--force]
+
+copies the replay spec a failing property wrote (the file its `replay:` line names) into
+`properties/regressions/NAME.json` (NAME defaults to the replay file's name), with the device set to
+`cpu` and an optional note saying what it caught. `properties/test_regressions.py` replays every file
+there through the full checks (P1 equivalence, P3 call accounting, P7 logs) on every run, on the run's
+device. The command ends by replaying the case here and saying whether it fails now.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from properties.checks import check_calls, check_equivalence, check_logs
+from properties.compare import Mismatch
+from properties.harness import SideBySide, run_side_by_side
+from properties.specs import WorldSpec
+
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+
+
+def load_regression(path: Path) -> tuple[WorldSpec, str]:
+    """The spec a regression (or replay) file holds and its note ("" when it has none); ValueError
+    naming the file when it is not a spec."""
+    try:
+        text = path.read_text()
+        return WorldSpec.from_json(text), str(json.loads(text).get("note", ""))
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a replay spec: {e}") from None
+
+
+def on_device(spec: WorldSpec, device: str) -> WorldSpec:
+    """`spec` with its worlds on `device`; dtype and numerics as recorded."""
+    return replace(spec, model=replace(spec.model, device=device))
+
+
+def full_check(spec: WorldSpec) -> tuple[SideBySide, list[Mismatch]]:
+    """Run `spec` side by side and apply every check a regression must pass: P1 equivalence, P3
+    call accounting and P7 logs."""
+    sbs = run_side_by_side(spec)
+    return sbs, check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
+
+
+def regression_text(spec: WorldSpec, note: str) -> str:
+    """The file a regression is kept in: the spec as JSON, one field a line, plus the note."""
+    d = json.loads(on_device(spec, "cpu").to_json())
+    if note:
+        d["note"] = note
+    return json.dumps(d, indent=1, sort_keys=True) + "\n"
+
+
+def promote(
+    src: Path, name: str | None = None, note: str = "", force: bool = False, dest_dir: Path = REGRESSIONS
+) -> Path:
+    """Write `src`'s spec to `dest_dir/NAME.json` and return that path. ValueError for a file that
+    is not a spec or a name that is not lower-case letters, digits, `_` and `-`; FileExistsError
+    when another regression has that name (unless `force`)."""
+    spec, old_note = load_regression(src)
+    name = name or src.stem
+    if not NAME.fullmatch(name):
+        raise ValueError(f"--name {name!r}: use lower-case letters, digits, '_' and '-' (at most 64)")
+    dest = dest_dir / f"{name}.json"
+    text = regression_text(spec, note or old_note)
+    if dest.exists() and dest.read_text() != text and not force:
+        raise FileExistsError(f"{dest} exists with another spec: choose another --name or pass --force")
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m properties.promote", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("replay", type=Path, help="a replay file written by a failing property")
+    parser.add_argument("--name", default=None, help="the regression's name (default: the replay file's name)")
+    parser.add_argument("--note", default="", help="what the case caught, kept in the file")
+    parser.add_argument("--force", action="store_true", help="replace a regression of the same name")
+    args = parser.parse_args(argv)
+    try:
+        dest = promote(args.replay, args.name, args.note, args.force)
+    except (ValueError, FileExistsError) as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(f"promoted to {dest}; properties/test_regressions.py replays it on every run")
+    spec, _ = load_regression(dest)
+    _, mismatches = full_check(spec)
+    if mismatches:
+        print(f"it fails here now ({len(mismatches)} difference(s)): commit it with the fix")
+    else:
+        print("it passes here now")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

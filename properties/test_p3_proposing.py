@@ -1,0 +1,96 @@
+"""P3 with P1 and P7 on mixes where most rows propose: group caps of 2 and more, ladders from 0 up
+(some above the batched drafter's limit, so groups return None), confidences asked for by D-Cut, by
+a draft-stop logprob, by both or by neither, and faults aimed at the stash, the group proposes and
+the per-sequence fallbacks. General mixes reach a group of two proposing rows too rarely to show a
+wrong chunking, a wrong confidence source or a mishandled group result."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from properties.behaviours import covers
+from properties.checks import check_calls, check_equivalence, check_logs
+from properties.harness import run_side_by_side
+from properties.report import format_report
+from properties.run_config import current
+from properties.specs import FaultSpec, WorldSpec
+from properties.strategies import world_specs
+
+RUN = current()
+
+# Propose-side faults (operation, outcome), a group's results weighted up: most mixes have one group.
+PROPOSE_FAULTS: tuple[tuple[str, str], ...] = (
+    ("run_mtp_propose_batched", "empty"),
+    ("run_mtp_propose_batched", "empty"),
+    ("run_mtp_propose_batched", "empty"),
+    ("run_mtp_propose_batched", "err"),
+    ("run_mtp_propose_batched", "none"),
+    ("run_mtp_propose_multi", "err"),
+    ("run_mtp_propose_multi", "empty"),
+    ("save_hidden_for_mtp_from_stash", "err"),
+    ("stash_verify_hidden_rows", "err"),
+)
+CONFIDENCE_LEVERS = ((False, None), (False, -2.0), (True, None), (True, -2.0))  # (D-Cut, draft-stop logprob)
+
+
+@st.composite
+def propose_faults(draw: st.DrawFn) -> tuple[FaultSpec, ...]:
+    """Up to two faults on the propose-side calls, mostly at the first call, for any of the first
+    members of a group."""
+    faults = []
+    for _ in range(draw(st.sampled_from((1, 1, 2, 0)))):
+        op, kind = draw(st.sampled_from(PROPOSE_FAULTS))
+        faults.append(FaultSpec(op, draw(st.sampled_from((0, 0, 0, 1, 2))), kind, draw(st.integers(0, 3))))
+    return tuple(faults)
+
+
+@st.composite
+def proposing_worlds(draw: st.DrawFn) -> WorldSpec:
+    """A general mix of two or more sequences in which about three rows in four are made to propose
+    (speculation on, no grammar, room for the whole ladder); the rest stay as drawn (grammar rows,
+    clamped or backed-off rows, rows that finish)."""
+    spec = draw(world_specs(RUN, min_n=2))
+    ladder = draw(st.sampled_from((1, 2, 3, 0, 4)))
+    seqs = tuple(
+        replace(s, spec="on", grammar=None, max_tokens_left=max(s.max_tokens_left, ladder + 2))
+        if draw(st.sampled_from((True, True, True, False)))
+        else s
+        for s in spec.seqs
+    )
+    dcut, draft_stop = draw(st.sampled_from(CONFIDENCE_LEVERS))
+    model = replace(
+        spec.model,
+        group_cap=draw(st.sampled_from((2, 3, 4, 8))),
+        max_batched_drafts=draw(st.sampled_from((8, 8, 2, 1))),
+        stash_capacity=draw(st.sampled_from((64, 64, 64, 2))),
+    )
+    step = replace(spec.step, ladder_nd=ladder, dcut_enabled=dcut, draft_stop_logprob=draft_stop)
+    return replace(spec, seqs=seqs, model=model, step=step, faults=draw(propose_faults()))
+
+
+@covers(
+    "P3 call accounting",
+    "B13",
+    "B14",
+    "B15",
+    "B16",
+    "B17",
+    "B18",
+    "B19",
+    "B20",
+    "B21",
+    "B22",
+    "B23",
+    "B24",
+    "B25",
+    "B26",
+    "D4",
+)
+@given(spec=proposing_worlds())
+def test_p3_proposing_mixes(spec: WorldSpec) -> None:
+    sbs = run_side_by_side(spec)
+    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
+    assert not mismatches, format_report("P3 proposing mixes", sbs, mismatches)
