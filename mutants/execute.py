@@ -14,21 +14,23 @@ from pathlib import Path
 
 from mutants.apply import ApplyError, prepare
 from mutants.order import SuiteTest, ordered_nodeids
-from mutants.plugin import ENV_RESULT
+from mutants.plugin import ENV_RESULT, ENV_SEED
 from mutants.spec import Mutant
 
-# Environment that would point the suite at something other than the mutated default implementation.
 BASELINE = "baseline"
-DROPPED_ENV = ("MTP_VERIFY_IMPL", "MTP_VERIFY_PROFILE", "MTP_VERIFY_SUMMARY_JSON", "PYTEST_ADDOPTS")
+# Environment that would point the suite at something other than the mutated default implementation.
+DROPPED_ENV = ("MTP_VERIFY_IMPL", "MTP_VERIFY_PROFILE", "MTP_VERIFY_SUMMARY_JSON", "PYTEST_ADDOPTS", ENV_SEED)
 
 
 @dataclass(slots=True)
 class RunOptions:
-    """How each mutant runs: Hypothesis profile, largest mix, per-mutant timeout, whether to keep
-    the copies."""
+    """How each mutant runs: Hypothesis profile, largest mix, a Hypothesis seed in place of the
+    profile's derandomized one (to check that a kill does not hang on one example stream), the
+    per-mutant timeout, whether to keep the copies."""
 
     profile: str = "mutants"
     max_n: int | None = None
+    seed: int | None = None
     timeout_s: float = 300.0
     keep: bool = False
 
@@ -64,9 +66,12 @@ def pytest_command(nodeids: list[str], opts: RunOptions) -> list[str]:
     return cmd + nodeids
 
 
-def child_env(project: Path, result_path: Path) -> dict[str, str]:
-    """The environment of a mutant's pytest: the copy first on the import path, one torch thread."""
+def child_env(project: Path, result_path: Path, seed: int | None = None) -> dict[str, str]:
+    """The environment of a mutant's pytest: the copy first on the import path, one torch thread,
+    the seed (if any) for the counting plugin."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+    if seed is not None:
+        env[ENV_SEED] = str(seed)
     env["PYTHONPATH"] = str(project)
     env[ENV_RESULT] = str(result_path)
     env.setdefault("MTP_VERIFY_THREADS", "1")
@@ -75,6 +80,7 @@ def child_env(project: Path, result_path: Path) -> dict[str, str]:
 
 
 def _tail(text: str, lines: int = 15) -> str:
+    """The last `lines` lines of `text`."""
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
@@ -122,7 +128,7 @@ def run_mutant(root: Path, m: Mutant | None, tests: list[SuiteTest], opts: RunOp
             proc = subprocess.run(
                 cmd,
                 cwd=project,
-                env=child_env(project, result_path),
+                env=child_env(project, result_path, opts.seed),
                 capture_output=True,
                 text=True,
                 timeout=opts.timeout_s,

@@ -20,6 +20,7 @@ class SuiteTest:
 
 
 def _covered_ids(fn: ast.FunctionDef) -> frozenset[str]:
+    """The behaviour ids named by `fn`'s `@covers(...)` decorators."""
     ids: set[str] = set()
     for d in fn.decorator_list:
         if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "covers":

@@ -15,10 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 from hypothesis.errors import HypothesisException
 
 ENV_RESULT = "MTP_MUTANTS_RESULT_JSON"
+ENV_SEED = "MTP_MUTANTS_SEED"  # a Hypothesis seed for every test, in place of the profile's derandomized one
 CHECKED_MODULE = "batched.step"
 
 
@@ -37,10 +39,12 @@ class TestRow:
 
 class ExampleCounter:
     """Wraps each Hypothesis test's inner function (`test.hypothesis.inner_test`) to count calls,
-    without changing which examples it draws."""
+    without changing which examples it draws; with `seed`, every Hypothesis test runs from that
+    seed (`hypothesis.seed`), which a derandomized profile would otherwise ignore."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, seed: int | None = None) -> None:
         self.path = path
+        self.seed = seed
         self.current = ""
         self.examples: Counter[str] = Counter()
         self.first_failure: dict[str, int] = {}
@@ -48,9 +52,13 @@ class ExampleCounter:
         self.rows: list[TestRow] = []
 
     def _wrap(self, fn: Any) -> bool:
+        """Count the examples of Hypothesis test `fn` (once per function); False when `fn` is not
+        a Hypothesis test."""
         hyp = getattr(fn, "hypothesis", None)
         if hyp is None or not hasattr(hyp, "inner_test"):
             return False
+        if self.seed is not None:
+            hypothesis.seed(self.seed)(fn)
         if getattr(hyp.inner_test, "_mutants_counted", False):
             return True
         inner = hyp.inner_test
@@ -75,6 +83,7 @@ class ExampleCounter:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        """Start the clock and the count for `item`."""
         self.current = item.nodeid
         self.started[item.nodeid] = time.perf_counter()
         fn = getattr(item, "obj", None)
@@ -83,6 +92,7 @@ class ExampleCounter:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """One row per test: its call outcome, or a failure in set-up or tear-down."""
         if report.when == "call" or report.outcome == "failed":
             nodeid = report.nodeid
             failed = report.outcome == "failed"
@@ -106,6 +116,7 @@ class ExampleCounter:
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Write the rows and the file `batched.step` came from."""
         module = sys.modules.get(CHECKED_MODULE)
         loaded = getattr(module, "__file__", None)
         payload = {
@@ -117,6 +128,9 @@ class ExampleCounter:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Register the counter when the runner asked for results (`MTP_MUTANTS_RESULT_JSON`)."""
     path = os.environ.get(ENV_RESULT)
     if path:
-        config.pluginmanager.register(ExampleCounter(Path(path)), "mtp-mutants-counter")
+        seed = os.environ.get(ENV_SEED)
+        counter = ExampleCounter(Path(path), int(seed) if seed else None)
+        config.pluginmanager.register(counter, "mtp-mutants-counter")

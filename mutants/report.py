@@ -67,6 +67,7 @@ def write_json(path: Path, summary: Summary, baseline: Result, results: list[Res
 
 
 def _killer(r: Result) -> str:
+    """The table's "killed by" cell: the killing test, or why the mutant did not run."""
     if r.status == "killed" and r.killer:
         return "`" + r.killer.split("::")[-1] + "`"
     return r.reason.replace("|", "/").replace("\n", " ")[:120] if r.status != "survived" else ""

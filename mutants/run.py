@@ -4,7 +4,8 @@ Every mutant of the catalogue is applied to a fresh copy of the project and the 
 against it (tests covering the mutant's behaviour ids first, stopping at the first failure). Prints
 one line per mutant, writes the JSON results and regenerates the table in `docs/mutants.md` (for a
 run of the whole catalogue, or wherever `--markdown` says). Exits 1 when any mutant survived, did
-not apply or errored."""
+not apply or errored, or a behaviour id has no mutant; 2 when the unchanged suite does not pass (then
+no result means anything, and the table is left alone)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (`argv`, or `sys.argv` when None)."""
     p = argparse.ArgumentParser(prog="python -m mutants.run", description=__doc__.splitlines()[0])
     p.add_argument("--only", action="append", metavar="ID", help="run only this mutant (repeatable)")
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON here")
@@ -37,6 +39,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--profile", default="mutants", help="Hypothesis profile (default: mutants)")
     p.add_argument("--max-n", type=int, default=None, help="largest sequence mix (default: the suite's)")
+    p.add_argument("--seed", type=int, default=None, help="Hypothesis seed instead of the derandomized one")
     p.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
     p.add_argument("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
@@ -45,6 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def selected(only: list[str] | None) -> list[Mutant]:
+    """The mutants named by `--only`, in the order given, or the whole catalogue."""
     return [by_id(i) for i in only] if only else list(CATALOGUE)
 
 
@@ -60,6 +64,7 @@ def not_applying(mutants: list[Mutant]) -> list[Result]:
 
 
 def progress_line(r: Result, done: int, total: int) -> str:
+    """One line for a finished mutant: its outcome, the killing test and example, the time."""
     if r.status == "killed":
         what = f"killed by {(r.killer or '').split('::')[-1]} at example {r.examples}"
     else:
@@ -101,6 +106,7 @@ def run_all(mutants: list[Mutant], opts: RunOptions, jobs: int) -> tuple[Result,
 
 
 def baseline_line(r: Result) -> str:
+    """One line for the baseline run: passed with its totals, or why it did not."""
     if r.status == "survived":
         return (
             f"[baseline] the unchanged suite passes: {r.tests_run} tests, {r.examples_total} examples "
@@ -111,6 +117,7 @@ def baseline_line(r: Result) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the selected mutants and report; the exit status the module docstring gives."""
     args = parse_args(argv)
     if args.list:
         for m in CATALOGUE:
@@ -120,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"the catalogue names no mutant for {', '.join(missing)}", file=sys.stderr)
     mutants = selected(args.only)
-    opts = RunOptions(profile=args.profile, max_n=args.max_n, timeout_s=args.timeout, keep=args.keep)
+    opts = RunOptions(profile=args.profile, max_n=args.max_n, seed=args.seed, timeout_s=args.timeout, keep=args.keep)
     started = time.perf_counter()
     baseline, results = run_all(mutants, opts, args.jobs)
     summary = summarize(results, baseline, time.perf_counter() - started, args.profile, args.jobs)

@@ -33,6 +33,16 @@ ALTERNATES: dict[str, tuple[str, ...]] = {
     "argmax_on_device": (),
 }
 RECORDED = tuple(ALTERNATES)
+# The model operations the batched step calls; each can fail or return its alternate result.
+BATCHED_STEP_OPS = (
+    "decode_batch",
+    "argmax_batch",
+    "stash_verify_hidden_rows",
+    "save_hidden_for_mtp_from_stash",
+    "run_mtp_propose_batched",
+    "run_mtp_propose_multi",
+    "start_checkpoint_async",
+)
 
 
 @dataclass(slots=True)

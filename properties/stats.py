@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import event, target
 
-from properties.faults import ALTERNATES
+from properties.faults import ALTERNATES, BATCHED_STEP_OPS
 from properties.harness import SideBySide
 
 # The paths of the batched step an event names, besides call outcomes.
@@ -22,16 +22,6 @@ PATHS = (
     "registered difference D1",
     "registered difference D2",
 )
-# The model operations the batched step calls; each can fail or return its alternate result.
-BATCHED_OPS = (
-    "decode_batch",
-    "argmax_batch",
-    "stash_verify_hidden_rows",
-    "save_hidden_for_mtp_from_stash",
-    "run_mtp_propose_batched",
-    "run_mtp_propose_multi",
-    "start_checkpoint_async",
-)
 
 
 def call_event(op: str, outcome: str, injected: bool) -> str:
@@ -42,7 +32,7 @@ def call_event(op: str, outcome: str, injected: bool) -> str:
 def expected_paths() -> list[str]:
     """Every path event a long run of the whole suite should record: the paths above and each
     injected fault kind of each batched-step operation."""
-    faults = [call_event(op, kind, True) for op in BATCHED_OPS for kind in ("err", *ALTERNATES[op])]
+    faults = [call_event(op, kind, True) for op in BATCHED_STEP_OPS for kind in ("err", *ALTERNATES[op])]
     return [*PATHS, *faults]
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from properties.faults import ALTERNATES
+from properties.faults import ALTERNATES, BATCHED_STEP_OPS
 from properties.run_config import RunConfig
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
@@ -56,7 +56,7 @@ def cache_lengths(draw: st.DrawFn, m: ModelSpec) -> int:
     return top - draw(st.integers(0, 3))
 
 
-STYLES = ("greedy", "greedy", "greedy", "sampled", "penalized", "grammar", "held", "mixed", "mixed")
+STYLES = ("greedy", "greedy", "greedy", "sampled", "penalized", "grammar", "held", "reasoning", "mixed", "mixed")
 
 
 @st.composite
@@ -84,7 +84,7 @@ def seq_specs(draw: st.DrawFn, m: ModelSpec, slot_idx: int, ssm_slot: int | None
         frequency=draw(st.sampled_from((0.0, 0.5))) if penalties else 0.0,
         presence=draw(st.sampled_from((0.0, 0.7))) if penalties else 0.0,
         min_tokens=draw(st.sampled_from((n_out + 1, n_out + 3))) if held else 0,
-        reasoning=mixed and draw(st.booleans()),
+        reasoning=style == "reasoning" or (mixed and draw(st.booleans())),
         stop_ids=tuple(draw(st.lists(st.integers(3, m.vocab_size - 1), max_size=2))) if mixed else (),
         tool_call_end_at=draw(st.one_of(st.none(), st.integers(0, 5))),
         grammar=grammar,
@@ -119,18 +119,9 @@ def step_specs(draw: st.DrawFn, ladder_max: int = 8) -> StepSpec:
 def fault_specs(draw: st.DrawFn, max_faults: int = 2) -> tuple[FaultSpec, ...]:
     """Up to `max_faults` faults: an error or an alternate result of any model call the batched
     step makes, at its first few calls, for any member of a batched call."""
-    ops = (
-        "decode_batch",
-        "argmax_batch",
-        "stash_verify_hidden_rows",
-        "save_hidden_for_mtp_from_stash",
-        "run_mtp_propose_batched",
-        "run_mtp_propose_multi",
-        "start_checkpoint_async",
-    )
     faults = []
     for _ in range(draw(st.integers(0, max_faults))):
-        op = draw(st.sampled_from(ops))
+        op = draw(st.sampled_from(BATCHED_STEP_OPS))
         kind = draw(st.sampled_from(("err", *ALTERNATES[op])))
         faults.append(FaultSpec(op, draw(st.integers(0, 2)), kind, draw(st.one_of(st.none(), st.integers(0, 7)))))
     return tuple(faults)

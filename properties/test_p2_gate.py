@@ -57,9 +57,8 @@ def expected_gate(g: dict) -> bool:
     )
 
 
-@covers("P2 gate and dispatch", "G1", "G2", "G3", "G4", "G5", "G6", "G7")
-@given(g=gate_inputs())
-def test_gate_truth_table(g: dict) -> None:
+def gate(g: dict) -> bool:
+    """`can_batch_bootstrap` on the model and levers `g` describes."""
     model = base_model(
         ModelSpec(dflash_gamma=g["gamma"], logits_fp32=g["fp32"], stash_capacity=g["stash"], ep=g["ep"], hss=g["hss"])
     )
@@ -71,7 +70,13 @@ def test_gate_truth_table(g: dict) -> None:
         dflash_unified_ctx=g["unified"],
         dflash_serial_append=g["serial"],
     )
-    got = can_batch_bootstrap(model, SchedCtx(levers=levers), g["n"], g["raw_argmax"])
+    return can_batch_bootstrap(model, SchedCtx(levers=levers), g["n"], g["raw_argmax"])
+
+
+@covers("P2 gate and dispatch", "G1", "G2", "G3", "G4", "G5", "G6", "G7")
+@given(g=gate_inputs())
+def test_gate_truth_table(g: dict) -> None:
+    got = gate(g)
     assert got == expected_gate(g), f"gate inputs {g}: expected {expected_gate(g)}, got {got}"
 
 

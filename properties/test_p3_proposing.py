@@ -1,8 +1,10 @@
-"""P3 with P1 and P7 on mixes where most rows propose: group caps of 2 and more, ladders from 0 up
+"""P3 with P1 and P7 on mixes where most rows propose: group caps mostly of 2 and more, ladders from 0 up
 (some above the batched drafter's limit, so groups return None), confidences asked for by D-Cut, by
 a draft-stop logprob, by both or by neither, and faults aimed at the stash, the group proposes and
-the per-sequence fallbacks. General mixes reach a group of two proposing rows too rarely to show a
-wrong chunking, a wrong confidence source or a mishandled group result."""
+the per-sequence fallbacks; and on mixes where every row proposes, so that the first group always
+forms and its one outcome (drafts, an empty member, None, an error) or a fallback's is what varies.
+General mixes reach a group of two proposing rows too rarely to show a wrong chunking, a wrong
+confidence source or a mishandled group result."""
 
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ def proposing_worlds(draw: st.DrawFn) -> WorldSpec:
     dcut, draft_stop = draw(st.sampled_from(CONFIDENCE_LEVERS))
     model = replace(
         spec.model,
-        group_cap=draw(st.sampled_from((2, 3, 4, 8))),
+        group_cap=draw(st.sampled_from((2, 2, 3, 4, 8, 1, 0))),
         max_batched_drafts=draw(st.sampled_from((8, 8, 2, 1))),
         stash_capacity=draw(st.sampled_from((64, 64, 64, 2))),
     )
@@ -94,3 +96,49 @@ def test_p3_proposing_mixes(spec: WorldSpec) -> None:
     sbs = run_side_by_side(spec)
     mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
     assert not mismatches, format_report("P3 proposing mixes", sbs, mismatches)
+
+
+# One outcome for the first group call or the first per-sequence fallback (None: no fault).
+GROUP_OUTCOMES: tuple[tuple[str, str] | None, ...] = (
+    None,
+    ("run_mtp_propose_batched", "empty"),
+    ("run_mtp_propose_batched", "empty"),
+    ("run_mtp_propose_batched", "none"),
+    ("run_mtp_propose_batched", "err"),
+    ("run_mtp_propose_multi", "err"),
+    ("run_mtp_propose_multi", "empty"),
+    ("save_hidden_for_mtp_from_stash", "err"),
+)
+
+
+@st.composite
+def group_worlds(draw: st.DrawFn) -> WorldSpec:
+    """Every sequence bootstraps and proposes the whole ladder (1-3, within the batched drafter's
+    limit) with no grammar, the stash and the stride fit, the cap is 2-4 (or 1: every row falls
+    back); at most one fault, on the first call of a propose-side operation."""
+    spec = draw(world_specs(RUN, min_n=2))
+    ladder = draw(st.integers(1, 3))
+    seqs = tuple(
+        replace(s, spec="on", grammar=None, stop_ids=(), max_tokens_left=max(s.max_tokens_left, ladder + 2))
+        for s in spec.seqs
+    )
+    dcut, draft_stop = draw(st.sampled_from(CONFIDENCE_LEVERS))
+    model = replace(
+        spec.model,
+        group_cap=draw(st.sampled_from((2, 2, 3, 4, 1))),
+        max_batched_drafts=8,
+        stash_capacity=64,
+        meta_stride=64,
+    )
+    step = replace(spec.step, ladder_nd=ladder, dcut_enabled=dcut, draft_stop_logprob=draft_stop)
+    outcome = draw(st.sampled_from(GROUP_OUTCOMES))
+    faults = () if outcome is None else (FaultSpec(outcome[0], 0, outcome[1], draw(st.integers(0, 3))),)
+    return replace(spec, seqs=seqs, bootstrap=tuple(range(len(seqs))), model=model, step=step, faults=faults)
+
+
+@covers("P3 call accounting", "B14", "B16", "B17", "B18", "B19", "B20", "B21", "B22", "B23", "D4")
+@given(spec=group_worlds())
+def test_p3_group_outcomes(spec: WorldSpec) -> None:
+    sbs = run_side_by_side(spec)
+    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
+    assert not mismatches, format_report("P3 group outcomes", sbs, mismatches)
