@@ -13,17 +13,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batched.dispatch import step_mtp_bootstrap
-from batched.gate import can_batch_bootstrap
 from properties.behaviours import covers
 from properties.checks import check_equivalence
 from properties.harness import run_side_by_side
 from properties.report import format_report
 from properties.run_config import current
-from properties.specs import ModelSpec, WorldSpec
+from properties.specs import WorldSpec
 from properties.strategies import world_specs
-from properties.test_p2_gate import expected_gate
-from properties.world import base_model
-from reference.sched_ctx import ENV_NO_BATCH_BOOTSTRAP, Levers, SchedCtx
+from properties.test_p2_gate import expected_gate, gate
 
 RUN = current()
 CLAUSES = ("G1", "G2", "G3", "G4", "G5", "G6", "G7")
@@ -72,22 +69,6 @@ def violate(draw: st.DrawFn, g: dict, clause: str) -> dict:
     elif clause == "G7":
         g.update(draw(st.sampled_from(({"stash": g["n"] - 1}, {"stash": g["n"] - 1}, {"ep": True}, {"hss": True}))))
     return g
-
-
-def gate(g: dict) -> bool:
-    """`can_batch_bootstrap` on the model and levers `g` describes."""
-    model = base_model(
-        ModelSpec(dflash_gamma=g["gamma"], logits_fp32=g["fp32"], stash_capacity=g["stash"], ep=g["ep"], hss=g["hss"])
-    )
-    env = {ENV_NO_BATCH_BOOTSTRAP: "1"} if g["env_no"] else {}
-    levers = Levers.from_env(
-        env,
-        mtp_batch_bootstrap=g["lever"],
-        mtp_max_seqs=g["max_seqs"],
-        dflash_unified_ctx=g["unified"],
-        dflash_serial_append=g["serial"],
-    )
-    return can_batch_bootstrap(model, SchedCtx(levers=levers), g["n"], g["raw_argmax"])
 
 
 @covers("P2 gate and dispatch", "G1", "G2", "G3", "G4", "G5", "G6", "G7")
