@@ -26,9 +26,11 @@ class Summary:
     survived: int
     failed: int  # not applied or errored
     kill_rate: float
-    median_examples: float | None
+    median_examples: float | None  # examples of the killing test, up to the failing one
     worst_examples: int | None
     worst_mutant: str | None
+    median_examples_total: float | None  # examples of every test run before the kill, plus those
+    worst_examples_total: int | None
     wall_seconds: float
     profile: str
     jobs: int
@@ -41,6 +43,7 @@ def summarize(results: list[Result], baseline: Result, wall_seconds: float, prof
     killed = [r for r in results if r.status == "killed"]
     survived = sum(r.status == "survived" for r in results)
     examples = [r.examples for r in killed if r.examples is not None]
+    totals = [r.examples_total for r in killed]
     worst = max(killed, key=lambda r: r.examples or 0, default=None)
     return Summary(
         total=len(results),
@@ -51,6 +54,8 @@ def summarize(results: list[Result], baseline: Result, wall_seconds: float, prof
         median_examples=statistics.median(examples) if examples else None,
         worst_examples=worst.examples if worst else None,
         worst_mutant=worst.id if worst else None,
+        median_examples_total=statistics.median(totals) if totals else None,
+        worst_examples_total=max(totals, default=None),
         wall_seconds=round(wall_seconds, 1),
         profile=profile,
         jobs=jobs,
@@ -80,18 +85,20 @@ def table(summary: Summary, results: list[Result]) -> str:
         BEGIN,
         "",
         f"**{s.killed}/{s.total} killed** ({100 * s.kill_rate:.1f} %), {s.survived} survived, {s.failed} not applied "
-        f"or errored. Examples to kill: median {s.median_examples}, worst {s.worst_examples} (`{s.worst_mutant}`). "
+        f"or errored. Examples to kill, in the killing test: median {s.median_examples}, worst {s.worst_examples} "
+        f"(`{s.worst_mutant}`); across every test run before the kill: median {s.median_examples_total}, worst "
+        f"{s.worst_examples_total}. "
         f"Wall time {s.wall_seconds:.0f} s with {s.jobs} jobs, profile `{s.profile}`; the unchanged suite "
         f"passes in {s.baseline_seconds:.0f} s ({s.baseline_examples} examples).",
         "",
-        "| mutant | file | ids | bug | result | killed by | examples | time |",
-        "|---|---|---|---|---|---|---:|---:|",
+        "| mutant | file | ids | bug | result | killed by | examples | examples, all tests | time |",
+        "|---|---|---|---|---|---|---:|---:|---:|",
     ]
     for r in results:
         ex = "" if r.examples is None else str(r.examples)
         lines.append(
             f"| `{r.id}` | `{r.file.removeprefix('batched/')}` | {' '.join(r.ids)} | {r.description} | {r.status} | "
-            f"{_killer(r)} | {ex} | {r.seconds:.1f} s |"
+            f"{_killer(r)} | {ex} | {r.examples_total} | {r.seconds:.1f} s |"
         )
     lines += ["", END]
     return "\n".join(lines)

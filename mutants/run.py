@@ -1,6 +1,6 @@
 """Run the mutation self-check: `python -m mutants.run [--only ID] [--json out.json] [--profile mutants]`.
 
-Every mutant of the catalogue is applied to a fresh copy of the project and the property suite runs
+Every mutant of the catalogue is applied to a fresh copy of a snapshot of the project and the property suite runs
 against it (tests covering the mutant's behaviour ids first, stopping at the first failure). Prints
 one line per mutant, writes the JSON results and regenerates the table in `docs/mutants.md` (for a
 run of the whole catalogue, or wherever `--markdown` says). Exits 1 when any mutant survived, did
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from mutants.apply import ApplyError, mutated_source
+from mutants.apply import ApplyError, copy_project, mutated_source
 from mutants.catalogue import CATALOGUE, by_id, uncovered_ids
 from mutants.execute import Result, RunOptions, run_mutant
 from mutants.order import suite_tests
@@ -52,12 +53,12 @@ def selected(only: list[str] | None) -> list[Mutant]:
     return [by_id(i) for i in only] if only else list(CATALOGUE)
 
 
-def not_applying(mutants: list[Mutant]) -> list[Result]:
+def not_applying(root: Path, mutants: list[Mutant]) -> list[Result]:
     """A not-applied result for every mutant whose snippets do not each occur exactly once."""
     out = []
     for m in mutants:
         try:
-            mutated_source(ROOT, m)
+            mutated_source(root, m)
         except ApplyError as e:
             out.append(Result(m.id, m.file, list(m.ids), m.description, "not-applied", reason=str(e)))
     return out
@@ -72,19 +73,19 @@ def progress_line(r: Result, done: int, total: int) -> str:
     return f"[{done}/{total}] {r.id}: {what} ({r.seconds:.1f} s)"
 
 
-def run_all(mutants: list[Mutant], opts: RunOptions, jobs: int) -> tuple[Result, list[Result]]:
-    """The baseline (the unchanged suite, which must pass) and the mutants' results in catalogue
-    order, run `jobs` at a time. Mutants that do not apply are reported without running; when the
-    baseline fails, the mutants not yet started are not run (their results are errors)."""
-    broken = {r.id: r for r in not_applying(mutants)}
+def run_all(root: Path, mutants: list[Mutant], opts: RunOptions, jobs: int) -> tuple[Result, list[Result]]:
+    """The baseline (the unchanged suite at `root`, which must pass) and the mutants' results in
+    catalogue order, run `jobs` at a time. Mutants that do not apply are reported without running;
+    when the baseline fails, the mutants not yet started are not run (their results are errors)."""
+    broken = {r.id: r for r in not_applying(root, mutants)}
     runnable = [m for m in mutants if m.id not in broken]
-    tests = suite_tests(ROOT)
+    tests = suite_tests(root)
     results: dict[str, Result] = dict(broken)
     for r in broken.values():
         print(progress_line(r, len(results), len(mutants)), flush=True)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        base_future = pool.submit(run_mutant, ROOT, None, tests, opts)
-        futures = [pool.submit(run_mutant, ROOT, m, tests, opts) for m in runnable]
+        base_future = pool.submit(run_mutant, root, None, tests, opts)
+        futures = [pool.submit(run_mutant, root, m, tests, opts) for m in runnable]
         for f in as_completed([base_future, *futures]):
             if f.cancelled():
                 continue
@@ -129,12 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     mutants = selected(args.only)
     opts = RunOptions(profile=args.profile, max_n=args.max_n, seed=args.seed, timeout_s=args.timeout, keep=args.keep)
     started = time.perf_counter()
-    baseline, results = run_all(mutants, opts, args.jobs)
+    # Every run starts from one snapshot of the project, so that editing the tree while the runner
+    # works cannot mix two versions of the suite into one table.
+    with tempfile.TemporaryDirectory(prefix="mutants-snapshot-") as tmp:
+        snapshot = Path(tmp) / "project"
+        copy_project(ROOT, snapshot)
+        baseline, results = run_all(snapshot, mutants, opts, args.jobs)
     summary = summarize(results, baseline, time.perf_counter() - started, args.profile, args.jobs)
     print(
         f"\n{summary.killed}/{summary.total} killed, {summary.survived} survived, {summary.failed} not applied or "
         f"errored; examples to kill: median {summary.median_examples}, worst {summary.worst_examples} "
-        f"({summary.worst_mutant}); {summary.wall_seconds:.0f} s"
+        f"({summary.worst_mutant}); across the suite median {summary.median_examples_total}, worst "
+        f"{summary.worst_examples_total}; {summary.wall_seconds:.0f} s"
     )
     if args.json:
         write_json(args.json, summary, baseline, results)

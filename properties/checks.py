@@ -13,6 +13,7 @@ from properties.compare import Mismatch, compare
 from properties.faults import Call
 from properties.harness import SideBySide
 from properties.oracle import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE, expected_plan
+from reference.state import ActiveSeq
 
 check_equivalence = compare
 
@@ -96,6 +97,7 @@ def check_calls(sbs: SideBySide) -> list[Mismatch]:
         }
         got = {k: c.detail[k] for k in want}
         _expect(out, got == want, f"run_mtp_propose_batched inputs of group {list(g.slots)}", want, got, ("B17", "B18"))
+        out += _check_stride(sbs, c)
 
     fallback_rows = _fallback_rows(plan, groups, stash_ok)
     saves = _calls(sbs, "save_hidden_for_mtp_from_stash")
@@ -116,6 +118,34 @@ def check_calls(sbs: SideBySide) -> list[Mismatch]:
     ckpts = [c.slots[0] for c in _calls(sbs, "start_checkpoint_async")]
     _expect(out, ckpts == unfinished, "checkpoints (slots, row order)", unfinished, ckpts, ("B23",))
     return out
+
+
+def _check_stride(sbs: SideBySide, c: Call) -> list[Mismatch]:
+    """B26: a group call that runs (ladder within the batched drafter's limit, no injected outcome)
+    fails with "exceeds meta stride" exactly when a member's drafter block table is longer than the
+    stride (or with an error its other checks raise first). Past the stride the packed table loses
+    blocks, which changes nothing visible while the lost blocks are ones the drafter does not write,
+    so only the call itself shows a missed check."""
+    if c.injected or sbs.spec.step.ladder_nd > sbs.spec.model.max_batched_drafts:
+        return []
+    stride = sbs.before.model.propose_meta_stride()
+    lengths = {s: len(_before_seq(sbs, s).seq.draft_block_table) for s in c.slots}
+    over = [s for s, n in lengths.items() if n > stride]
+    stride_error = c.outcome == "err" and "exceeds meta stride" in c.error
+    out: list[Mismatch] = []
+    _expect(
+        out,
+        c.outcome == "err" if over else not stride_error,
+        f"run_mtp_propose_batched outcome of group {list(c.slots)} (meta stride {stride})",
+        f"'exceeds meta stride' for slots {over}" if over else "no stride error",
+        f"{c.outcome}: {c.error}" if c.outcome == "err" else c.outcome,
+        ("B26",),
+    )
+    return out
+
+
+def _before_seq(sbs: SideBySide, slot: int) -> ActiveSeq:
+    return next(a for a in sbs.before.active if a.seq.slot_idx == slot)
 
 
 def _check_fast_greedy(sbs: SideBySide, eligible: list[bool], argmaxes: list[Call]) -> list[Mismatch]:

@@ -43,6 +43,8 @@ BATCHED_STEP_OPS = (
     "run_mtp_propose_multi",
     "start_checkpoint_async",
 )
+# Operations the batched step calls at most once: a fault on a later call would never fire.
+ONCE_PER_STEP = frozenset({"decode_batch", "argmax_batch", "stash_verify_hidden_rows"})
 
 
 @dataclass(slots=True)

@@ -49,6 +49,11 @@ class SeqSpec:
     reasoning: bool = False
     stop_ids: tuple[int, ...] = ()
     tool_call_end_at: int | None = None
+    # History positions (before the last) that get this row's own top-ranked next tokens, best first:
+    # random history tokens almost never sit near the top of the row, so penalties over them (and
+    # their scope) would hardly ever change a token. Positions past the history or on the tool-call
+    # end are skipped; grammar rows keep their grammar's history.
+    echo: tuple[int, ...] = ()
     grammar: str | None = None
     top_logprobs: int | None = None
     spec: str = "on"  # on | backed_off | reprobe

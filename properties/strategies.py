@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from properties.faults import ALTERNATES, BATCHED_STEP_OPS
+from properties.faults import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.run_config import RunConfig
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
@@ -87,6 +87,7 @@ def seq_specs(draw: st.DrawFn, m: ModelSpec, slot_idx: int, ssm_slot: int | None
         reasoning=style == "reasoning" or (mixed and draw(st.booleans())),
         stop_ids=tuple(draw(st.lists(st.integers(3, m.vocab_size - 1), max_size=2))) if mixed else (),
         tool_call_end_at=draw(st.one_of(st.none(), st.integers(0, 5))),
+        echo=tuple(draw(st.lists(st.integers(0, 4), unique=True, min_size=1, max_size=2))) if penalties else (),
         grammar=grammar,
         top_logprobs=draw(st.one_of(st.none(), st.integers(0, 5))),
         spec=draw(st.sampled_from(("on", "on", "backed_off", "reprobe"))),
@@ -118,12 +119,14 @@ def step_specs(draw: st.DrawFn, ladder_max: int = 8) -> StepSpec:
 @st.composite
 def fault_specs(draw: st.DrawFn, max_faults: int = 2) -> tuple[FaultSpec, ...]:
     """Up to `max_faults` faults: an error or an alternate result of any model call the batched
-    step makes, at its first few calls, for any member of a batched call."""
+    step makes, at its first few calls (the first, for an operation called once a step), for any
+    member of a batched call."""
     faults = []
     for _ in range(draw(st.integers(0, max_faults))):
         op = draw(st.sampled_from(BATCHED_STEP_OPS))
         kind = draw(st.sampled_from(("err", *ALTERNATES[op])))
-        faults.append(FaultSpec(op, draw(st.integers(0, 2)), kind, draw(st.one_of(st.none(), st.integers(0, 7)))))
+        call = 0 if op in ONCE_PER_STEP else draw(st.integers(0, 2))
+        faults.append(FaultSpec(op, call, kind, draw(st.one_of(st.none(), st.integers(0, 7)))))
     return tuple(faults)
 
 

@@ -1,9 +1,9 @@
 """P2, clause by clause: a configuration where every gate clause holds opens the gate, and violating
-any single one of G1-G7 (and nothing else) closes it; through the dispatch, the open gate runs the
-batched step alone and a closed one the per-sequence loop alone (G8). A random truth table rarely
-lands next to the passing corner, where a clause that is missing, too strict or off by one shows,
-so the violations favour the boundary values (one sequence, a dispatch cap of 1, a stash one row
-short)."""
+any single one of G1-G7 (and nothing else) closes it, for each clause in turn; through the
+dispatch, the open gate runs the batched step alone and a closed one the per-sequence loop alone
+(G8). A random truth table rarely lands next to the passing corner, where a clause that is
+missing, too strict or off by one shows, so the violations favour the boundary values (one
+sequence, a dispatch cap of 1, a stash one row short)."""
 
 from __future__ import annotations
 
@@ -72,14 +72,15 @@ def violate(draw: st.DrawFn, g: dict, clause: str) -> dict:
 
 
 @covers("P2 gate and dispatch", "G1", "G2", "G3", "G4", "G5", "G6", "G7")
-@given(data=st.data(), clause=st.sampled_from(CLAUSES))
-def test_gate_each_clause_alone(data: st.DataObject, clause: str) -> None:
+@given(data=st.data())
+def test_gate_each_clause_alone(data: st.DataObject) -> None:
     base = data.draw(passing_gate_inputs(), label="passing")
     assert expected_gate(base), f"inputs {base} should pass every clause"
     assert gate(base), f"every clause holds for {base}: the gate said False"
-    g = data.draw(violate(base, clause), label="inputs")
-    assert not expected_gate(g), f"inputs {g} do not violate clause {clause}"
-    assert not gate(g), f"only {clause} violated by {g}: the gate said True"
+    for clause in CLAUSES:
+        g = data.draw(violate(base, clause), label=clause)
+        assert not expected_gate(g), f"inputs {g} do not violate clause {clause}"
+        assert not gate(g), f"only {clause} violated by {g}: the gate said True"
 
 
 @st.composite
@@ -88,7 +89,7 @@ def corner_worlds(draw: st.DrawFn) -> tuple[WorldSpec, str | None]:
     exactly n rows), or with one clause violated at its boundary (one sequence bootstrapping out of
     several, a stash one row short of the bootstrapping ones); and which clause (None: open)."""
     spec = draw(world_specs(RUN, min_n=2))
-    clause = draw(st.sampled_from((None, None, None, "G1", "G2", "G3", "G4", "G6", "G7")))
+    clause = draw(st.sampled_from((None, "G1", None, "G7", "G1", "G2", "G3", "G4", "G6", "G7")))
     boot = tuple(range(len(spec.seqs)))[: 1 if clause == "G1" else None]
     step = replace(
         spec.step,

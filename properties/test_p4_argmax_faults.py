@@ -1,8 +1,9 @@
-"""P4 on greedy mixes: about three rows in four are eligible for the batched argmax (greedy, no
-grammar, no EOS hold, neutral penalties, the boot-argmax and fast-greedy levers on), and at most one
-fault hits the argmax path: a NaN logits row (that row finishes, B9; the batched argmax refuses the
-batch and every row samples per row, B7) or a failed `argmax_batch` (B7). General mixes rarely put
-the NaN row on an eligible row next to another eligible one."""
+"""P4 on greedy mixes: half or more of the rows are eligible for the batched argmax (greedy, no
+grammar, no EOS hold, neutral penalties; the boot-argmax and fast-greedy levers mostly on) and the
+others are not, each for one reason that changes what per-row sampling does. At most one fault hits
+the argmax path: a NaN logits row (that row finishes, B9; the batched argmax refuses the batch and
+every row samples per row, B7) or a failed `argmax_batch` (B7). General mixes rarely put the NaN
+row on an eligible row next to another eligible one."""
 
 from __future__ import annotations
 
@@ -22,6 +23,22 @@ from properties.strategies import world_specs
 RUN = current()
 
 
+# Ways to make a row ineligible for the batched argmax, each one changing what per-row sampling
+# does: held off EOS, inside the reasoning floor, under a grammar, penalized, sampled. Hypothesis
+# draws small integers most often, so the reasons whose effect is hardest to see come first.
+SPOILERS: tuple[dict, ...] = (
+    {"min_tokens": 9},
+    {"reasoning": True},
+    {"grammar": "json"},
+    # the row's favourite token before the tool-call end (out of scope) or after it (in scope)
+    {"repetition": 1.3, "frequency": 0.5, "n_out": 4, "tool_call_end_at": 1, "echo": (0,)},
+    {"repetition": 0.8, "presence": 0.7, "n_out": 4, "tool_call_end_at": 0, "echo": (2, 1)},
+    {"repetition": 1.3, "frequency": 0.5, "presence": 0.7, "tool_call_end_at": 1},
+    {"temperature": 1.0, "top_k": 0, "top_p": 1.0},
+    {"temperature": 5.0, "top_k": 40, "top_p": 0.9},
+)
+
+
 def eligible(s: SeqSpec) -> SeqSpec:
     """`s` made eligible for the batched argmax: greedy, no grammar, no EOS hold, no penalties, no
     reasoning floor."""
@@ -32,11 +49,19 @@ def eligible(s: SeqSpec) -> SeqSpec:
 
 @st.composite
 def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
-    """Every sequence bootstraps, most of them eligible; the batched argmax engaged by the levers;
-    no fault, a NaN row (any row) or a failed `argmax_batch`."""
+    """Every sequence bootstraps; one to half of them are ineligible, each for one reason (the
+    reasons taken in turn from a drawn start), and the rest eligible; the levers mostly engage the
+    batched argmax; no fault, a NaN row (any row) or a failed `argmax_batch`."""
     spec = draw(world_specs(RUN, min_n=2))
-    seqs = tuple(eligible(s) if draw(st.sampled_from((True, True, True, False))) else s for s in spec.seqs)
-    step = replace(spec.step, mtp_boot_argmax=True, fast_greedy_grammar=True)
+    n = len(spec.seqs)
+    spoiled = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=max(1, n // 2))))
+    first = draw(st.integers(0, len(SPOILERS) - 1))
+    reason = {i: SPOILERS[(first + k) % len(SPOILERS)] for k, i in enumerate(spoiled)}
+    seqs = tuple(replace(eligible(s), **reason[i]) if i in reason else eligible(s) for i, s in enumerate(spec.seqs))
+    boot_argmax, fast_greedy = draw(
+        st.sampled_from(((True, True), (True, True), (True, True), (False, True), (True, False)))
+    )
+    step = replace(spec.step, mtp_boot_argmax=boot_argmax, fast_greedy_grammar=fast_greedy, min_reasoning_floor=12)
     fault = draw(
         st.sampled_from(
             (
@@ -51,7 +76,7 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
     return replace(spec, seqs=seqs, bootstrap=tuple(range(len(seqs))), step=step, faults=faults)
 
 
-@covers("P4 faults", "B5", "B6", "B7", "B9")
+@covers("P4 faults", "B4", "B5", "B6", "B7", "B8", "B9")
 @given(spec=greedy_worlds())
 def test_p4_argmax_path_faults(spec: WorldSpec) -> None:
     sbs = run_side_by_side(spec)

@@ -16,6 +16,7 @@ import torch
 from batched.batched_model import BatchedMtpModel
 from properties.grammars import grammar_history
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
+from reference.errors import ModelError
 from reference.model.config import ModelConfig
 from reference.sched_ctx import Levers, LogitsContext, SamplingConfig, SchedCtx, Watchdog
 from reference.state import ActiveSeq, AdaptiveSpec, SequenceState, SpecMode
@@ -145,6 +146,12 @@ class _Blocks:
         return out
 
 
+def draft_table_len(s: SeqSpec, m: ModelSpec, ladder_nd: int) -> int:
+    """Blocks in the sequence's drafter block table: room for the positions cache_len+1 .. the end
+    of the ladder, plus `extra_draft_blocks`."""
+    return math.ceil((s.cache_len + 1 + ladder_nd) / m.block_size) + s.extra_draft_blocks
+
+
 def build_seq(s: SeqSpec, seq_id: int, m: ModelSpec, ladder_nd: int, blocks: _Blocks, dblocks: _Blocks) -> ActiveSeq:
     vocab = build_vocab(m.vocab_size)
     gen = torch.Generator().manual_seed(s.token_seed)
@@ -158,13 +165,12 @@ def build_seq(s: SeqSpec, seq_id: int, m: ModelSpec, ladder_nd: int, blocks: _Bl
     last = history[-1] if history else int(torch.randint(FIRST_PLAIN_TOKEN, m.vocab_size, (1,), generator=gen))
     if s.last_token is not None:
         last = s.last_token
-    draft_positions = s.cache_len + 1 + ladder_nd  # the drafter writes positions cache_len+1 ..
     seq = SequenceState(
         slot_idx=s.slot_idx,
         ssm_slot=s.ssm_slot,
         seq_len=s.cache_len,
         block_table=blocks.take(math.ceil((s.cache_len + 1) / m.block_size), "main"),
-        draft_block_table=dblocks.take(math.ceil(draft_positions / m.block_size) + s.extra_draft_blocks, "drafter"),
+        draft_block_table=dblocks.take(draft_table_len(s, m, ladder_nd), "drafter"),
     )
     return ActiveSeq(
         seq_id=seq_id,
@@ -199,6 +205,31 @@ def check_slots(spec: WorldSpec) -> None:
         raise ValueError(f"WorldSpec: slots {slots} and SSM slots {ssm} must each be distinct")
 
 
+def echo_top_tokens(model: BatchedMtpModel, specs: tuple[SeqSpec, ...], active: list[ActiveSeq]) -> None:
+    """Write each sequence's top-ranked next tokens (best first) into the history positions its
+    `SeqSpec.echo` names. The ranks come from decoding its last token on a throw-away copy of the
+    model; the history is sampling-side only, so the world's caches and logits are untouched. A row
+the model refuses to decode keeps its drawn history."""
+    wanted = [(s, a) for s, a in zip(specs, active, strict=True) if s.echo and s.grammar is None]
+    if not wanted:
+        return
+    probe = model.clone()
+    for s, a in wanted:
+        end = a.output_tokens.index(a.tool_call_end_token) if a.tool_call_end_token in a.output_tokens else -1
+        positions = [p for p in s.echo if p < len(a.output_tokens) - 1 and p != end]
+        if not positions:
+            continue
+        seq = replace(a.seq, block_table=list(a.seq.block_table), draft_block_table=list(a.seq.draft_block_table))
+        try:
+            logits = probe.decode(a.last_token, seq).float()
+        except ModelError:
+            continue  # a bad row (the bad-input properties build them) keeps its drawn history
+        logits[:FIRST_PLAIN_TOKEN] = -math.inf
+        ranked = logits.topk(len(positions)).indices.tolist()
+        for p, tok in zip(positions, ranked, strict=True):
+            a.output_tokens[p] = tok
+
+
 def build_world(spec: WorldSpec) -> World:
     """The world `spec` describes, caches filled from `spec.cache_seed`."""
     m = spec.model
@@ -212,5 +243,6 @@ def build_world(spec: WorldSpec) -> World:
     by_slot = sorted(range(len(spec.seqs)), key=lambda i: spec.seqs[i].slot_idx)
     built = {i: build_seq(spec.seqs[i], i, m, spec.step.ladder_nd, blocks, dblocks) for i in by_slot}
     active = [built[i] for i in range(len(spec.seqs))]
+    echo_top_tokens(model, spec.seqs, active)
     sched, ctx = sched_for(spec.step)
     return World(spec, model, active, sched, ctx, list(spec.bootstrap), spec.step.ladder_nd)
