@@ -116,7 +116,7 @@ def proposing_worlds(draw: st.DrawFn) -> WorldSpec:
     dcut, draft_stop = draw(st.sampled_from(CONFIDENCE_LEVERS))
     model = replace(
         spec.model,
-        group_cap=draw(st.sampled_from((2, 2, 3, 4, 8, 1, 0))),
+        group_cap=draw(st.sampled_from((2, 0, 3, 4, 8, 1, 2))),
         max_batched_drafts=draw(st.sampled_from((8, 8, 2, 1))),
         stash_capacity=draw(st.sampled_from((64, 64, 64, 2))),
     )

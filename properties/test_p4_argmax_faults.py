@@ -61,7 +61,13 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
     boot_argmax, fast_greedy = draw(
         st.sampled_from(((True, True), (True, True), (True, True), (False, True), (True, False)))
     )
-    step = replace(spec.step, mtp_boot_argmax=boot_argmax, fast_greedy_grammar=fast_greedy, min_reasoning_floor=12)
+    step = replace(
+        spec.step,
+        mtp_boot_argmax=boot_argmax,
+        fast_greedy_grammar=fast_greedy,
+        force_temp_zero=draw(st.sampled_from((False, True, False))),  # True: the sampled rows are greedy too
+        min_reasoning_floor=12,
+    )
     fault = draw(
         st.sampled_from(
             (
