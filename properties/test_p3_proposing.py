@@ -59,8 +59,9 @@ def group_worlds(draw: st.DrawFn) -> WorldSpec:
     """Every sequence bootstraps and proposes the whole ladder (1-3, within the batched drafter's
     limit, or 0: no group may form) with no grammar, the stash and the stride fit, the cap is 2-4
     (or 0 or 1: every row falls back); at most one fault, on the first call of a propose-side
-    operation or of the checkpoints."""
-    spec = draw(world_specs(RUN, min_n=2))
+    operation or of the checkpoints. Three sequences or more where `--max-n` allows, so that a second
+    group (or a short last one) is common."""
+    spec = draw(world_specs(RUN, min_n=max(2, min(3, RUN.max_n))))
     ladder = draw(st.sampled_from((1, 2, 3, 0)))
     seqs = tuple(
         replace(s, spec="on", grammar=None, stop_ids=(), max_tokens_left=max(s.max_tokens_left, ladder + 2))

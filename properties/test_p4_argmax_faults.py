@@ -50,14 +50,21 @@ def eligible(s: SeqSpec) -> SeqSpec:
 @st.composite
 def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
     """Every sequence bootstraps; one to half of them are ineligible, each for one reason (the
-    reasons taken in turn from a drawn start), and the rest eligible; the levers mostly engage the
-    batched argmax; no fault, a NaN row (any row) or a failed `argmax_batch`."""
+    reasons taken in turn from a drawn start), and the rest eligible (sampled ones among them when
+    force_temp_zero makes every row greedy); the levers mostly engage the batched argmax; no fault,
+    a NaN row (any row) or a failed `argmax_batch`."""
     spec = draw(world_specs(RUN, min_n=2))
     n = len(spec.seqs)
     spoiled = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=max(1, n // 2))))
     first = draw(st.integers(0, len(SPOILERS) - 1))
     reason = {i: SPOILERS[(first + k) % len(SPOILERS)] for k, i in enumerate(spoiled)}
-    seqs = tuple(replace(eligible(s), **reason[i]) if i in reason else eligible(s) for i, s in enumerate(spec.seqs))
+    forced = draw(st.sampled_from((False, True, False)))  # force_temp_zero: sampled rows count as greedy
+    seqs = tuple(
+        replace(eligible(s), **reason[i])
+        if i in reason
+        else replace(eligible(s), temperature=draw(st.sampled_from((1.0, 0.0, 5.0))) if forced else 0.0)
+        for i, s in enumerate(spec.seqs)
+    )
     boot_argmax, fast_greedy = draw(
         st.sampled_from(((True, True), (True, True), (True, True), (False, True), (True, False)))
     )
@@ -65,7 +72,7 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
         spec.step,
         mtp_boot_argmax=boot_argmax,
         fast_greedy_grammar=fast_greedy,
-        force_temp_zero=draw(st.sampled_from((False, True, False))),  # True: the sampled rows are greedy too
+        force_temp_zero=forced,
         min_reasoning_floor=12,
     )
     fault = draw(
