@@ -151,6 +151,13 @@ MUTANTS: tuple[Mutant, ...] = (
         ("if n_greedy >= 2:", "if n_greedy >= 1:"),
     ),
     mutant(
+        "argmax-wrong-rank",
+        STEP,
+        "B6 B7",
+        "argmax_batch is asked on rank 1: it always fails and every row quietly samples per row",
+        ("batch_toks = model.argmax_batch(logits, n, 0)", "batch_toks = model.argmax_batch(logits, n, 1)"),
+    ),
+    mutant(
         "argmax-tokens-for-all-rows",
         STEP,
         "B6",

@@ -11,8 +11,9 @@ from collections import Counter
 
 from properties.compare import Mismatch, compare
 from properties.faults import Call
-from properties.harness import SideBySide
+from properties.harness import SideBySide, envelope
 from properties.oracle import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE, expected_plan
+from properties.translate import explained
 from reference.state import ActiveSeq
 
 check_equivalence = compare
@@ -114,9 +115,42 @@ def check_calls(sbs: SideBySide) -> list[Mismatch]:
     proposes = [c.slots[0] for c in _calls(sbs, "run_mtp_propose_multi")]
     _expect(out, proposes == saved_ok, "per-sequence proposes (slots)", saved_ok, proposes, ("B22",))
 
+    out += check_failures_explained(sbs)
     unfinished = [s for s in plan.rows if not _impl_seq(sbs, s).finished]
     ckpts = [c.slots[0] for c in _calls(sbs, "start_checkpoint_async")]
     _expect(out, ckpts == unfinished, "checkpoints (slots, row order)", unfinished, ckpts, ("B23",))
+    return out
+
+
+# The behaviour ids a call's unexplained failure breaks.
+FAILURE_IDS = {
+    "decode_batch": ("B2",),
+    "argmax_batch": ("B6",),
+    "stash_verify_hidden_rows": ("B13",),
+    "run_mtp_propose_batched": ("B17",),
+    "save_hidden_for_mtp_from_stash": ("B22",),
+    "run_mtp_propose_multi": ("B22",),
+    "start_checkpoint_async": ("B23",),
+}
+
+
+def check_failures_explained(sbs: SideBySide) -> list[Mismatch]:
+    """Every call that failed has a cause: an injected fault, a world the call cannot serve (a full
+    sequence, a stash too small, a table over the meta stride), or, for `argmax_batch`, NaN logits
+    from an injected NaN row. Any other failure comes from the arguments the implementation passed.
+    Its visible outcome can still match: a failed `argmax_batch` falls back to per-row sampling with
+    the same tokens. The batched path has stopped working all the same."""
+    env = envelope(sbs.before)
+    nan_logits = any(c.op == "decode_batch" and c.outcome == "nan_row" for c in sbs.impl.model.calls)
+    out: list[Mismatch] = []
+    for c in sbs.impl.model.calls:
+        if c.outcome != "err" or explained(c, env):
+            continue
+        if c.op == "argmax_batch" and nan_logits and "NaN" in c.error:
+            continue
+        out.append(
+            Mismatch(None, f"{c.op} failed without a cause in the world", "success", c.error, FAILURE_IDS.get(c.op, ()))
+        )
     return out
 
 
