@@ -209,7 +209,7 @@ def echo_top_tokens(model: BatchedMtpModel, specs: tuple[SeqSpec, ...], active: 
     """Write each sequence's top-ranked next tokens (best first) into the history positions its
     `SeqSpec.echo` names. The ranks come from decoding its last token on a throw-away copy of the
     model; the history is sampling-side only, so the world's caches and logits are untouched. A row
-the model refuses to decode keeps its drawn history."""
+    the model refuses to decode keeps its drawn history."""
     wanted = [(s, a) for s, a in zip(specs, active, strict=True) if s.echo and s.grammar is None]
     if not wanted:
         return
