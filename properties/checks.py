@@ -14,7 +14,6 @@ from properties.faults import Call
 from properties.harness import SideBySide, envelope
 from properties.oracle import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE, expected_plan
 from properties.translate import explained
-from reference.state import ActiveSeq
 
 check_equivalence = compare
 
@@ -162,9 +161,9 @@ def _check_stride(sbs: SideBySide, c: Call) -> list[Mismatch]:
     so only the call itself shows a missed check."""
     if c.injected or sbs.spec.step.ladder_nd > sbs.spec.model.max_batched_drafts:
         return []
-    stride = sbs.before.model.propose_meta_stride()
-    lengths = {s: len(_before_seq(sbs, s).seq.draft_block_table) for s in c.slots}
-    over = [s for s, n in lengths.items() if n > stride]
+    env = envelope(sbs.before)
+    stride = env.meta_stride
+    over = [s for s in c.slots if len(env.before[s].draft_block_table) > stride]
     stride_error = c.outcome == "err" and "exceeds meta stride" in c.error
     out: list[Mismatch] = []
     _expect(
@@ -176,10 +175,6 @@ def _check_stride(sbs: SideBySide, c: Call) -> list[Mismatch]:
         ("B26",),
     )
     return out
-
-
-def _before_seq(sbs: SideBySide, slot: int) -> ActiveSeq:
-    return next(a for a in sbs.before.active if a.seq.slot_idx == slot)
 
 
 def _check_fast_greedy(sbs: SideBySide, eligible: list[bool], argmaxes: list[Call]) -> list[Mismatch]:
