@@ -31,19 +31,25 @@ class DecisionKey:
 
 @dataclass(slots=True)
 class Decision:
+    """One recorded decision. `scores` (kept when the log asks for them) is the score vector the
+    choice was made on, so a margin between any two candidates can be read off later."""
+
     key: DecisionKey
     chosen: int
     runner_up: int | None
     margin: float  # best score minus second best; inf when there is no runner-up
     forced: bool = False
+    scores: torch.Tensor | None = None
 
 
 @dataclass(slots=True)
 class DecisionLog:
-    """Records decisions; `forced` maps a key to the choice to take instead of the argmax."""
+    """Records decisions; `forced` maps a key to the choice to take instead of the argmax;
+    `keep_scores` keeps each decision's score vector (float64)."""
 
     records: list[Decision] = field(default_factory=list)
     forced: dict[DecisionKey, int] = field(default_factory=dict)
+    keep_scores: bool = False
     _token: contextvars.Token | None = None
 
     def __enter__(self) -> DecisionLog:
@@ -88,7 +94,7 @@ def decide(key: DecisionKey, scores: torch.Tensor) -> int:
     best, second, margin = top2_margin(scores)
     forced = log.forced.get(key)
     chosen = best if forced is None else forced
-    log.records.append(Decision(key, chosen, second, margin, forced is not None))
+    log.records.append(Decision(key, chosen, second, margin, forced is not None, _kept(log, scores)))
     return chosen
 
 
@@ -101,8 +107,12 @@ def observe(key: DecisionKey, scores: torch.Tensor, chosen: int) -> int:
     _, second, margin = top2_margin(scores)
     forced = log.forced.get(key)
     out = chosen if forced is None else forced
-    log.records.append(Decision(key, out, second, margin, forced is not None))
+    log.records.append(Decision(key, out, second, margin, forced is not None, _kept(log, scores)))
     return out
+
+
+def _kept(log: DecisionLog, scores: torch.Tensor) -> torch.Tensor | None:
+    return scores.detach().to(torch.float64, copy=True) if log.keep_scores else None
 
 
 def record_margin(key: DecisionKey, margin: float, chosen: int = -1) -> None:

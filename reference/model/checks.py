@@ -142,3 +142,19 @@ def check_snapshot(cfg: ModelConfig, seq: SequenceState) -> None:
         ("drafter block table", seq.draft_block_table, cfg.num_draft_blocks),
     ):
         check_table(f"sequence slot {seq.slot_idx}: {what}", table, -1, cfg.block_size, blocks)
+
+
+def check_decode_run(cfg: ModelConfig, seq: SequenceState, tokens: Sequence[int]) -> None:
+    """Slots, at most `max_batch_rows` tokens (their hidden states fill that many scratch rows),
+    every token in vocabulary, the run ending at or before max_seq_len, and a block table covering
+    its last position."""
+    check_slots(cfg, seq)
+    if len(tokens) > cfg.max_batch_rows:
+        raise ModelError(f"{len(tokens)} tokens exceed the {cfg.max_batch_rows} rows of hidden_states")
+    if not (isinstance(seq.seq_len, int) and seq.seq_len >= 0):
+        raise ModelError(f"sequence slot {seq.slot_idx}: seq_len {seq.seq_len!r} negative")
+    check_tokens(cfg, tokens, seq.seq_len + len(tokens))
+    last = seq.seq_len + len(tokens) - 1
+    check_table(
+        f"sequence slot {seq.slot_idx}: block table", seq.block_table, last, cfg.block_size, cfg.num_blocks
+    )

@@ -23,11 +23,13 @@ from typing import Any, TypeVar
 
 import torch
 
+from reference.capture import capture_draft_rows
 from reference.decisions import DecisionKey, decide
 from reference.errors import ModelError
 from reference.model import runs
 from reference.model.checks import (
     check_decode,
+    check_decode_run,
     check_mask,
     check_prefill,
     check_propose,
@@ -165,6 +167,7 @@ class TinyMtpModel:
             row = logits[0]
             if i == 0 and mask is not None:
                 row = row.masked_fill(~mask.to(row.device), float("-inf"))
+            capture_draft_rows([seq.slot_idx], [position], i, row[None])
             tok = decide(DecisionKey(seq_id=seq.slot_idx, position=position, kind="draft", index=i), row)
             drafts.append(tok)
             if conf_out is not None:
@@ -254,6 +257,16 @@ class TinyMtpModel:
     def save_model(self, directory: str | Path) -> None:
         """Write `config.json` and `model.safetensors` (weights only) into `directory`."""
         save_files(self.cfg, self.weights, directory)
+
+    def decode_run(self, seq: SequenceState, tokens: list[int]) -> torch.Tensor:
+        """Decode `tokens` at positions seq_len.. in one pass of the main model (a verify's target
+        pass): their KV written, the SSM slot advanced past the last one, seq_len advanced by
+        len(tokens), their hidden states in rows 0..T-1 of `hidden_states`. Bit-equal in exact
+        numerics to decoding the tokens one at a time. Returns logits [T, vocab]."""
+        _ctx("decode_run", check_decode_run, self.cfg, seq, tokens)
+        hidden, logits = runs.decode_run(self, seq, tokens)
+        self.hidden_states[: len(tokens)].copy_(hidden)
+        return logits
 
     # Internals ---------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import torch
 
 from reference.model.drafter import draft_span_blocks, drafter_rows
 from reference.model.paged_kv import block_forward, pack_sections, paged_attend, row_meta, row_sections
-from reference.model.ssm import ssm_scan
+from reference.model.ssm import ssm_layer, ssm_scan
 from reference.state import SequenceState
 
 if TYPE_CHECKING:
@@ -72,3 +72,31 @@ def forward_full(model: TinyMtpModel, tokens: list[int]) -> torch.Tensor:
     h0 = torch.zeros(1, cfg.ssm_state, dtype=x.dtype, device=x.device)
     x, _ = ssm_scan(nm, w.ssm, cfg.rms_eps, x, h0)
     return model.head(x)
+
+
+def decode_run(model: TinyMtpModel, seq: SequenceState, tokens: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run `tokens` at positions seq_len.. through the main model only (KV written, SSM slot
+    advanced, seq_len advanced; without an SSM slot every row starts the recurrent layer from zeros,
+    as a decode does); the drafter and the scratch are left alone. The rows go through
+    the same kernels on the same padded shapes as `prefill`'s main part and a decode, so in exact
+    numerics each row is bit-equal to decoding its token alone. Returns (hidden [T, H] before the
+    final norm, logits [T, vocab])."""
+    cfg, nm, w = model.cfg, model.nm, model.weights
+    pos = list(range(seq.seq_len, seq.seq_len + len(tokens)))
+    span = cfg.main_blocks_per_seq if nm.exact else -(-(pos[-1] + 1) // cfg.block_size)
+    views = pack_sections(
+        [tokens, *row_sections(pos, [seq.block_table] * len(pos), span, cfg.block_size)], model.device
+    )
+    meta = row_meta(views[1:], span)
+    x = w.embed[views[0]]  # [T, H]
+    for i, layer in enumerate(w.layers):
+        x = block_forward(nm, layer, cfg.rms_eps, x, cfg.n_heads, paged_attend(model.kv, i, meta))
+    if seq.ssm_slot is None:  # every position starts the recurrent layer from zeros, as a decode does
+        x, _ = ssm_layer(
+            nm, w.ssm, cfg.rms_eps, x, torch.zeros(len(tokens), cfg.ssm_state, dtype=x.dtype, device=x.device)
+        )
+    else:
+        x, h_last = ssm_scan(nm, w.ssm, cfg.rms_eps, x, model.ssm.initial(seq))
+        model.ssm.state[seq.ssm_slot].copy_(h_last[0])
+    seq.seq_len += len(tokens)
+    return x, model.head(x)

@@ -1,0 +1,77 @@
+"""Failure reports for whole generations: the script (the shrunk rule sequence as actions), the step
+and the request where the two engines' worlds first differ, the first difference per request, and
+the commands that replay the script and promote it to a regression."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from properties.behaviours import ALL_IDS
+from properties.engine_pair import EnginePair
+from properties.generation_spec import Script
+from properties.impl import DEFAULT_IMPL, current_name
+from properties.mismatch import Mismatch
+from properties.report import REPLAY_DIR
+from properties.specs import changed_fields
+
+
+def save_script(script: Script) -> Path:
+    """Write the script as JSON under the replay folder; the file name is its content hash."""
+    text = script.to_json()
+    REPLAY_DIR.mkdir(parents=True, exist_ok=True)
+    path = REPLAY_DIR / f"generation-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    path.write_text(text + "\n")
+    return path
+
+
+def replay_command(path: Path) -> str:
+    impl = current_name()
+    extra = f" --impl {impl}" if impl != DEFAULT_IMPL else ""
+    return f"python -m properties.replay_generation {path}{extra}"
+
+
+def format_generation_report(title: str, pair: EnginePair, mismatches: list[Mismatch]) -> str:
+    """The report for a failing script: `pair.script` ends with the action that failed."""
+    path = save_script(pair.script)
+    spec = pair.spec
+    lines = [
+        f"{title}: {len(mismatches)} difference(s) at engine step {pair.stats.steps} "
+        f"(action {len(pair.script.actions)} of the script)",
+        "",
+        f"model: {changed_fields(spec.model) or 'defaults'}",
+        f"step: {changed_fields(spec.step) or 'defaults'}",
+        f"cache_seed: {spec.cache_seed}  blocks per cache: {spec.num_blocks or 'room for every slot'}",
+        "",
+        "script (the last action is where the worlds first differ):",
+    ]
+    lines += [f"  {i + 1:>3}. {text}" for i, text in enumerate(pair.script.summary())]
+    lines += [
+        "",
+        "first difference per request (expected: the loop engine's, or the solo decode's; got: the engine "
+        "bootstrapping through the implementation):",
+    ]
+    seen: set[int | None] = set()
+    ids: set[str] = set()
+    for m in mismatches:
+        ids.update(m.ids)
+        if m.seq_id in seen:
+            continue
+        seen.add(m.seq_id)
+        lines.append(f"  {'the run' if m.seq_id is None else f'request {m.seq_id}'}: {m.field}")
+        lines.append(f"      expected: {m.ref}")
+        lines.append(f"      got:      {m.impl}")
+    if len(mismatches) > len(seen):
+        lines.append(f"  (+{len(mismatches) - len(seen)} more differing fields)")
+    if ids:
+        lines += ["", "behaviours involved:"] + [f"  {i}: {ALL_IDS[i]}" for i in sorted(ids) if i in ALL_IDS]
+    s = pair.stats
+    lines += [
+        "",
+        f"so far: {s.steps} steps ({s.batched_bootstraps} batched bootstraps), {s.generations} requests finished, "
+        f"{s.faults_fired} faults fired, D1 entries open: {sorted(pair.open_d1)}",
+        "",
+        f"replay: {replay_command(path)}",
+        f"promote: python -m properties.promote_generation {path} --name NAME --note 'what it caught'",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,48 @@
+"""Run a P9 script (a replay file or a regression) on a fresh engine pair and stop at the first
+action whose checks find a difference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from properties.engine_pair import EnginePair, StepFn
+from properties.generation_spec import Action, Script
+from properties.mismatch import Mismatch
+
+
+@dataclass(slots=True)
+class ScriptRun:
+    """The pair after the run, the index of the first failing action (None: none failed) and what
+    it found."""
+
+    pair: EnginePair
+    failed_at: int | None = None
+    mismatches: list[Mismatch] = field(default_factory=list)
+
+
+def apply_action(pair: EnginePair, action: Action) -> list[Mismatch]:
+    """Do one action to both engines and return what the checks found."""
+    if action.kind == "add" and action.request is not None:
+        pair.add(action.request)
+        return []
+    if action.kind == "fault" and action.fault is not None:
+        pair.plan_fault(action.fault)
+        return []
+    if action.kind == "abort" and action.seq_id is not None:
+        return pair.abort(action.seq_id)
+    if action.kind == "step":
+        return pair.step()
+    if action.kind == "drain":
+        return pair.drain()
+    raise ValueError(f"unknown script action {action!r}")
+
+
+def run_script(script: Script, impl: StepFn | None = None) -> ScriptRun:
+    """Replay `script` against `impl` (default: the selected implementation)."""
+    run = ScriptRun(EnginePair(script.spec, impl))
+    for i, action in enumerate(script.actions):
+        found = apply_action(run.pair, action)
+        if found:
+            run.failed_at, run.mismatches = i, found
+            break
+    return run

@@ -1,0 +1,48 @@
+"""Capture of the drafter rows a model decides drafts on, for an oracle that replays the decisions.
+
+A drafter step turns a row of logits into a draft (its argmax, ties to the lowest id). A model calls
+`capture_draft_rows` with the rows exactly as it decided on them (a grammar mask already applied);
+while a `DraftRows` capture is installed (a context manager) each row is kept under the key
+(sequence slot, propose position, draft index). With none installed the call does nothing.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+_current: contextvars.ContextVar[DraftRows | None] = contextvars.ContextVar("draft_rows", default=None)
+
+DraftKey = tuple[int, int, int]  # (sequence slot, propose position, draft index)
+
+
+@dataclass(slots=True)
+class DraftRows:
+    """The drafter rows of one run, by (slot, propose position, draft index); a later capture of the
+    same key replaces an earlier one (the run's last word)."""
+
+    rows: dict[DraftKey, torch.Tensor] = field(default_factory=dict)
+    _token: contextvars.Token | None = None
+
+    def __enter__(self) -> DraftRows:
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _current.reset(self._token)
+        self._token = None
+
+
+def capture_draft_rows(slots: Sequence[int], positions: Sequence[int], index: int, rows: torch.Tensor) -> None:
+    """Keep rows[m] ([M, vocab]) as the row draft `index` of sequence slot `slots[m]`, proposed from
+    `positions[m]`, was decided on. Copies nothing when no capture is installed."""
+    cap = _current.get()
+    if cap is None:
+        return
+    kept = rows.detach().clone()
+    for m, (slot, pos) in enumerate(zip(slots, positions, strict=True)):
+        cap.rows[(slot, pos, index)] = kept[m]
