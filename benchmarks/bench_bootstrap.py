@@ -1,4 +1,5 @@
-"""The per-sequence bootstrap loop against the batched step, one benchmark group per batch size n.
+"""The per-sequence bootstrap loop, the batched step and the fully batched step side by side, one
+benchmark group per batch size n.
 
 Every round runs one step on a fresh clone of the same world (the step mutates it); cloning is
 outside the timed region, and the device is synchronised at the end of the setup and of the timed
@@ -20,6 +21,8 @@ import pytest
 import torch
 
 from batched.step import step_mtp_bootstrap_batched
+from batched.vector_model import VectorMtpModel
+from batched.vector_step import step_mtp_bootstrap_vectorized
 from benchmarks.floor import step_bytes
 from benchmarks.opcount import count_ops
 from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
@@ -29,6 +32,7 @@ from reference.step import step_mtp_bootstrap_per_seq
 IMPLS: dict[str, Callable[..., None]] = {
     "per_seq": step_mtp_bootstrap_per_seq,
     "batched": step_mtp_bootstrap_batched,
+    "vector": step_mtp_bootstrap_vectorized,
 }
 
 
@@ -48,8 +52,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @functools.lru_cache(maxsize=1)
 def pristine_world(s: BenchSettings, n: int) -> BenchWorld:
-    """The world of n sequences, built once per n (one at a time is kept)."""
-    return build_bench_world(s, n)
+    """The world of n sequences, built once per n (one at a time is kept). Its model is a
+    `VectorMtpModel`, which behaves as a `BatchedMtpModel` except inside the fully batched step's
+    checkpoint scope."""
+    world = build_bench_world(s, n)
+    world.model = VectorMtpModel.from_model(world.model)
+    return world
 
 
 def device_name(device: str) -> str:

@@ -8,7 +8,8 @@ from typing import Any
 
 @dataclass(slots=True, frozen=True)
 class Row:
-    """One batch size: medians of both implementations, the floor, and the counted device work."""
+    """One batch size: medians of the implementations, the floor, and the counted device work. The
+    fully batched step (`vector_*`) is None in files that did not run it."""
 
     n: int
     per_seq_s: float | None
@@ -18,18 +19,29 @@ class Row:
     batched_ops: int | None
     per_seq_reads: int | None
     batched_reads: int | None
+    vector_s: float | None = None
+    vector_ops: int | None = None
+    vector_reads: int | None = None
 
     @property
     def speedup(self) -> float | None:
-        if self.per_seq_s is None or not self.batched_s:
-            return None
-        return self.per_seq_s / self.batched_s
+        return _div(self.per_seq_s, self.batched_s)
 
     @property
     def over_floor(self) -> float | None:
-        if self.batched_s is None or not self.floor_s:
-            return None
-        return self.batched_s / self.floor_s
+        return _div(self.batched_s, self.floor_s)
+
+    @property
+    def vector_speedup(self) -> float | None:
+        return _div(self.per_seq_s, self.vector_s)
+
+    @property
+    def vector_over_floor(self) -> float | None:
+        return _div(self.vector_s, self.floor_s)
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
 
 
 def bootstrap_entries(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -50,17 +62,20 @@ def bootstrap_rows(entries: list[dict[str, Any]]) -> list[Row]:
         by_n.setdefault(int(info["n"]), {})[info["impl"]] = b
     rows = []
     for n in sorted(by_n):
-        per, bat = by_n[n].get("per_seq"), by_n[n].get("batched")
+        per, bat, vec = by_n[n].get("per_seq"), by_n[n].get("batched"), by_n[n].get("vector")
         rows.append(
             Row(
                 n=n,
                 per_seq_s=_median(per),
                 batched_s=_median(bat),
-                floor_s=(bat or per or {}).get("extra_info", {}).get("floor_s"),
+                floor_s=(bat or vec or per or {}).get("extra_info", {}).get("floor_s"),
                 per_seq_ops=_info(per, "device_ops"),
                 batched_ops=_info(bat, "device_ops"),
                 per_seq_reads=_info(per, "host_reads"),
                 batched_reads=_info(bat, "host_reads"),
+                vector_s=_median(vec),
+                vector_ops=_info(vec, "device_ops"),
+                vector_reads=_info(vec, "host_reads"),
             )
         )
     return rows
@@ -94,7 +109,10 @@ def _pair(a: int | None, b: int | None) -> str:
 
 
 def bootstrap_table(rows: list[Row]) -> str:
-    """The markdown table: n, both medians, speedup, floor, batched over floor, counted work."""
+    """The markdown table: n, both medians, speedup, floor, batched over floor, counted work; with the
+    fully batched step's columns when the rows have them (`vector_table`)."""
+    if any(r.vector_s is not None or r.vector_ops is not None for r in rows):
+        return vector_table(rows)
     reads = any(r.per_seq_reads is not None or r.batched_reads is not None for r in rows)
     head = (
         "| n | per-sequence median | batched median | speedup | floor | batched / floor "
@@ -117,6 +135,40 @@ def bootstrap_table(rows: list[Row]) -> str:
         ]
         if reads:
             cells.append(_pair(r.per_seq_reads, r.batched_reads))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _triple(a: int | None, b: int | None, c: int | None) -> str:
+    return " / ".join("-" if x is None else str(x) for x in (a, b, c))
+
+
+def vector_table(rows: list[Row]) -> str:
+    """The three implementations side by side: the loop, the literal batched step and the fully
+    batched step: medians, speedups over the loop, the floor, times over the floor, counted work."""
+    reads = any(x is not None for r in rows for x in (r.per_seq_reads, r.batched_reads, r.vector_reads))
+    head = (
+        "| n | per-sequence | batched | fully batched | speedup (batched / fully) | floor "
+        "| over floor (batched / fully) | device ops (per-seq / batched / fully) |"
+    )
+    rule = "|---:|---:|---:|---:|---:|---:|---:|---:|"
+    if reads:
+        head += " host reads (per-seq / batched / fully) |"
+        rule += "---:|"
+    lines = [head, rule]
+    for r in rows:
+        cells = [
+            str(r.n),
+            fmt_time(r.per_seq_s),
+            fmt_time(r.batched_s),
+            fmt_time(r.vector_s),
+            f"{_ratio(r.speedup)} / {_ratio(r.vector_speedup)}",
+            fmt_time(r.floor_s),
+            f"{_ratio(r.over_floor)} / {_ratio(r.vector_over_floor)}",
+            _triple(r.per_seq_ops, r.batched_ops, r.vector_ops),
+        ]
+        if reads:
+            cells.append(_triple(r.per_seq_reads, r.batched_reads, r.vector_reads))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -1,0 +1,110 @@
+"""The fully batched MTP bootstrap: the behaviours of `batched.step` (B1-B26, D1-D4) with the per-row
+work batched.
+
+One `decode_batch` (B2, B3); one `argmax_batch` when two or more rows are eligible (B5-B7); one
+sampling pass for every other row, with penalties, EOS holds, grammar bitmasks, temperature,
+top-k, top-p and the counter-based noise computed for all rows at once (B4, B8, B9), and one for
+the eligible rows when the batched argmax fails; logprobs of every row in one pass (B10); a single
+host read for all of it. Emit, `tick_serial` and `spec_allowed` stay per row (B11, B12: they are
+the sequences' own state); the stash, groups and fallbacks are `batched.step`'s (B13-B22); the
+checkpoints run in one pass when the model offers `deferred_checkpoints` (B23).
+
+Call contract: as `batched.step`, except that no `argmax_on_device` call is made: a greedy row the
+batched argmax does not serve is argmaxed inside the sampling pass (`PER_ROW_FAST_GREEDY_CALLS`).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+from batched.batch_logprobs import check_count
+from batched.protocol import BatchedModel
+from batched.step import propose_from_stash, select_rows
+from batched.vector_sample import RowResult, sample_all
+from reference.adaptive_spec import spec_allowed, tick_serial
+from reference.emit import emit_token
+from reference.errors import ModelError, format_chain
+from reference.sched_ctx import LogitsContext, SchedCtx
+from reference.state import ActiveSeq
+from reference.telemetry import log
+
+# Whether a greedy row that the batched argmax did not serve makes the per-row sampler's fast-greedy
+# `argmax_on_device` call. Here it does not: the sampling pass takes that argmax for all rows at once.
+PER_ROW_FAST_GREEDY_CALLS = False
+
+
+def step_mtp_bootstrap_vectorized(
+    model: BatchedModel,
+    active: list[ActiveSeq],
+    sched: SchedCtx,
+    idxs: list[int],
+    ladder_nd: int,
+    verify_ctx: LogitsContext,
+) -> None:
+    """Bootstrap the draftless sequences `active[i]`, i in `idxs` (ascending), as one batch."""
+    refs = select_rows(active, idxs)  # B1
+    n = len(refs)
+    try:  # B2/B3
+        logits = model.decode_batch([a.last_token for a in refs], [a.seq for a in refs], 0)  # [n, vocab]
+    except ModelError as e:
+        log.error(f"batched bootstrap decode_batch (n={n}): {format_chain(e)}")
+        for a in refs:
+            a.finished = True
+        return
+
+    proposing = emit_rows(refs, sample_all(model, logits, refs, sched, verify_ctx), sched)
+    if proposing and stash_all(model, n):  # B13
+        propose_from_stash(model, refs, proposing, sched, ladder_nd)
+    checkpoint_rows(model, refs)  # B23
+
+    if sched.telemetry.once("log:mtp_batched_bootstrap"):
+        log.info(
+            f"MTP batched bootstrap ENGAGED (n={n}): one decode_batch + batched propose "
+            f"replaces {n} M=1 decodes + {n} drafter forwards per draft position"
+        )
+
+
+def emit_rows(refs: list[ActiveSeq], results: list[RowResult], sched: SchedCtx) -> list[int]:
+    """B9-B12 in row order: a refused row finishes; the others emit (with their logprobs) and, unless
+    that finished them, take the token as last token, tick and ask `spec_allowed` once. Returns the
+    rows that propose. A negative logprobs count raises ValueError at its row, as the per-row path."""
+    proposing: list[int] = []
+    for j, (a, r) in enumerate(zip(refs, results, strict=True)):
+        if r.error is not None:
+            log.error(f"batched bootstrap sample error: {format_chain(r.error)}")
+            a.finished = True
+            continue
+        if a.top_logprobs is not None:
+            check_count(a.top_logprobs)
+        emit_token(a, r.token, r.logprobs, sched)
+        if a.finished:
+            continue
+        a.last_token = r.token
+        tick_serial(a, sched)
+        if spec_allowed(a, sched):  # can change re-probe state: called once
+            proposing.append(j)
+    return proposing
+
+
+def stash_all(model: BatchedModel, n: int) -> bool:
+    """B13: stash every decode row (slot j = row j) before any propose; False (logged) on failure."""
+    try:
+        model.stash_verify_hidden_rows(list(range(n)), 0)
+    except ModelError as e:
+        log.error(f"batched bootstrap stash_verify_hidden_rows: {format_chain(e)}")
+        return False
+    return True
+
+
+def checkpoint_rows(model: BatchedModel, refs: list[ActiveSeq]) -> None:
+    """B23: every unfinished row checkpoints, in row order; a failure is logged. The state copies run
+    in one pass inside the model's `deferred_checkpoints` scope when it has one."""
+    scope = getattr(model, "deferred_checkpoints", None)
+    with scope() if scope is not None else nullcontext():
+        for a in refs:
+            if a.finished:
+                continue
+            try:
+                model.start_checkpoint_async(a.seq)
+            except ModelError as e:
+                log.error(f"batched bootstrap start_checkpoint_async: {format_chain(e)}")

@@ -1,0 +1,154 @@
+"""P1 examples per second from every worker of one host: `workers` processes (spawned, one torch
+thread each, worker k on GPU k modulo the GPU count, or on the CPU), each checking its own P1
+examples (`run_side_by_side` then `check_equivalence`) drawn from the run's strategies with a seed of
+its own. The workers draw and warm up first, then start together; the host's rate is every
+worker's examples over the span from the first start to the last end."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+ENV_WORKERS = "MTP_BENCH_HOST_WORKERS"
+ENV_EXAMPLES = "MTP_BENCH_HOST_EXAMPLES"
+
+
+@dataclass(slots=True, frozen=True)
+class HostConfig:
+    """One measurement: the device kind (cpu or cuda), numerics, dtype, largest mix, the number of
+    worker processes and the examples each checks."""
+
+    device: str = "cuda"
+    numerics: str = "fast"
+    dtype: str = "bfloat16"
+    max_n: int = 64
+    workers: int = 1
+    examples: int = 20
+
+
+def host_config_from_env(device: str = "cuda") -> HostConfig:
+    """The benchmark's configuration: fast bf16 at n <= 64 on one worker per CPU core, unless
+    `MTP_VERIFY_NUMERICS`, `MTP_VERIFY_DTYPE`, `MTP_VERIFY_MAX_N`, `MTP_BENCH_HOST_WORKERS` or
+    `MTP_BENCH_HOST_EXAMPLES` (examples per worker) say otherwise."""
+    return HostConfig(
+        device=device,
+        numerics=os.environ.get("MTP_VERIFY_NUMERICS") or "fast",
+        dtype=os.environ.get("MTP_VERIFY_DTYPE") or "bfloat16",
+        max_n=int(os.environ.get("MTP_VERIFY_MAX_N") or 64),
+        workers=int(os.environ.get(ENV_WORKERS) or os.cpu_count() or 1),
+        examples=int(os.environ.get(ENV_EXAMPLES) or 20),
+    )
+
+
+def draw_specs(run: Any, count: int, stream: int) -> list[Any]:
+    """`count` P1 examples from `world_specs(run)`, drawn from seed `stream` (the same list for the
+    same seed and strategies)."""
+    from properties.strategies import world_specs
+
+    drawn: list[Any] = []
+
+    @seed(stream)
+    @settings(
+        max_examples=count,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(spec=world_specs(run))
+    def collect(spec: Any) -> None:
+        if len(drawn) < count:
+            drawn.append(spec)
+
+    collect()
+    return drawn
+
+
+def worker_device(kind: str, index: int) -> str:
+    """cuda:i for worker `index` (spread over the visible GPUs), or cpu."""
+    import torch
+
+    if kind != "cuda":
+        return "cpu"
+    return f"cuda:{index % torch.cuda.device_count()}"
+
+
+def worker(index: int, cfg: HostConfig, start: Any, results: Any) -> None:
+    """One worker process: draw and warm up, wait for every other worker, check its examples, and
+    put (index, examples, mismatched, start, end, cpu seconds) on `results`."""
+    import torch
+
+    torch.set_num_threads(1)
+    from benchmarks.bench_p1_throughput import check_all
+    from properties.run_config import RunConfig
+
+    device = worker_device(cfg.device, index)
+    if device.startswith("cuda"):
+        torch.cuda.set_device(device)
+    specs = draw_specs(RunConfig(device, cfg.numerics, (cfg.dtype,), cfg.max_n), cfg.examples, stream=index)
+    check_all(specs[:1])  # fills the weight caches a long run keeps warm
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    start.wait()
+    t0, c0 = time.monotonic(), time.process_time()
+    mismatched = check_all(specs)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    results.put((index, len(specs), mismatched, t0, time.monotonic(), time.process_time() - c0))
+
+
+@dataclass(slots=True)
+class HostResult:
+    """What a measurement found: examples and mismatches over all workers, the span, the host's
+    examples a second, and per worker (examples, seconds, examples a second, CPU seconds)."""
+
+    config: dict[str, Any]
+    examples: int
+    mismatched: int
+    span_seconds: float
+    examples_per_s: float
+    per_worker: list[dict[str, float]]
+
+    @property
+    def examples_per_s_per_worker(self) -> float:
+        """The mean of the workers' own rates."""
+        return sum(w["examples_per_s"] for w in self.per_worker) / max(len(self.per_worker), 1)
+
+
+def measure(cfg: HostConfig, timeout_s: float = 3600.0) -> HostResult:
+    """Run `cfg.workers` worker processes and return what they measured. RuntimeError when a worker
+    dies or does not report within `timeout_s`."""
+    ctx = mp.get_context("spawn")
+    start, results = ctx.Barrier(cfg.workers), ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(k, cfg, start, results), daemon=True) for k in range(cfg.workers)]
+    for p in procs:
+        p.start()
+    got = []
+    try:
+        deadline = time.monotonic() + timeout_s
+        while len(got) < cfg.workers:
+            if any(p.exitcode not in (None, 0) for p in procs):
+                raise RuntimeError(f"a worker died: exit codes {[p.exitcode for p in procs]}")
+            try:
+                got.append(results.get(timeout=1.0))
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"only {len(got)} of {cfg.workers} workers reported") from None
+    finally:
+        for p in procs:
+            p.join(timeout=30)
+            if p.is_alive():
+                p.kill()
+    got.sort()
+    span = max(r[4] for r in got) - min(r[3] for r in got)
+    examples = sum(r[1] for r in got)
+    per_worker = [
+        {"worker": k, "examples": n, "seconds": end - t0, "examples_per_s": n / (end - t0), "cpu_seconds": cpu}
+        for k, n, _, t0, end, cpu in got
+    ]
+    return HostResult(asdict(cfg), examples, sum(r[2] for r in got), span, examples / span, per_worker)

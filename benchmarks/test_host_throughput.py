@@ -1,0 +1,22 @@
+"""The host throughput measurement on the CPU, tiny: two workers, each its own examples, and the
+rates they add up to."""
+
+from __future__ import annotations
+
+from benchmarks.host_throughput import HostConfig, draw_specs, measure
+from properties.run_config import RunConfig
+
+
+def test_each_worker_draws_its_own_examples() -> None:
+    run = RunConfig("cpu", "exact", ("float64",), 2)
+    assert draw_specs(run, 3, stream=0) == draw_specs(run, 3, stream=0), "a stream is reproducible"
+    assert draw_specs(run, 3, stream=0) != draw_specs(run, 3, stream=1)
+
+
+def test_two_cpu_workers_measure_the_hosts_rate_and_each_ones() -> None:
+    cfg = HostConfig(device="cpu", numerics="exact", dtype="float64", max_n=2, workers=2, examples=3)
+    r = measure(cfg, timeout_s=240)
+    assert (r.examples, r.mismatched) == (6, 0)
+    assert [w["worker"] for w in r.per_worker] == [0, 1] and all(w["examples"] == 3 for w in r.per_worker)
+    assert r.span_seconds >= max(w["seconds"] for w in r.per_worker) > 0
+    assert r.examples_per_s == 6 / r.span_seconds and r.examples_per_s_per_worker > 0
