@@ -3,14 +3,16 @@
     python -m nightly (--minutes M | --examples N | both) [--device best|cuda|cpu] [--workers N]
                       [--numerics exact|fast] [--max-n N] [--impl module:function]
                       [--out DIR] [--database PATH|redis://HOST:PORT/DB] [--database-dir DIR]
-                      [--shard i/N] [--shard-by tests|seeds] [--tests PATH ...] [--pack]
+                      [--shard i/N] [--shard-by tests|seeds] [--seed S] [--tests PATH ...] [--pack]
                       [-- extra pytest arguments]
 
 Runs the property suite under the `nightly` profile in rounds, each a pytest-xdist run drawing
-fresh random examples (and replaying what the example database holds): one worker per visible GPU,
-each pinned to its own cuda:i (or one per CPU core). `--examples N`: every test runs N examples a
-round, one round unless `--minutes` asks for more. `--minutes M`: a calibration round, then rounds
-sized so that every test gets an equal share of the time, until M minutes are spent. Writes
+fresh random examples (and replaying what the example database holds): one worker per CPU core,
+spread evenly over the visible GPUs (each pinned to its cuda:i, one torch thread), every worker
+running every test on its own share of the examples from its own seeds. `--examples N`: every test
+runs N examples a round over all workers, one round unless `--minutes` asks for more.
+`--minutes M`: a calibration round, then rounds in which the side-by-side properties share the
+time and cheap truth tables are capped, until M minutes are spent. Writes
 report.md, summary.json, junit.xml, observed/, replays/ and logs/ to the output folder (`--pack`:
 the per-round files go into details.tar.gz); exits 0 when every test passed, 1 when one failed, 2
 when nothing could run. docs/nightly.md has the details.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shlex
 import sys
 import time
@@ -32,16 +35,19 @@ from nightly.database import describe, is_redis_url
 from nightly.rounds import (
     CALIBRATION_EXAMPLES,
     Plan,
+    Rate,
+    calibration_examples,
+    costliest_rate,
     exhausted,
+    is_capped,
     next_round_seconds,
     round_overhead,
-    seconds_per_example,
-    seconds_per_test,
-    sized_plan,
+    weighted_plan,
+    worker_seconds,
 )
 from nightly.runner import Job, run_round
 from nightly.shard import SHARD_BY, parse_shard
-from nightly.totals import RoundInfo, Totals
+from nightly.totals import OUTCOME_ORDER, RoundInfo, Totals
 
 FAILED_TO_RUN = (2, 3, 4, 5)  # pytest: interrupted, internal error, usage error, no tests collected
 DEFAULT_DB_DIR = Path(".hypothesis") / "nightly"
@@ -54,7 +60,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--minutes", type=float, default=None, help="time budget: rounds until it is spent")
     p.add_argument("--examples", type=int, default=None, help="examples per test and round")
     p.add_argument("--device", default="best", choices=("best", "cuda", "cpu"), help="default best")
-    p.add_argument("--workers", type=int, default=None, help="xdist workers (default: GPUs, or CPU cores; 0: none)")
+    p.add_argument(
+        "--workers", type=int, default=None, help="xdist workers (default: one per CPU core, spread over the GPUs)"
+    )
     p.add_argument("--numerics", default="exact", choices=("exact", "fast"), help="fast: bfloat16 on a GPU")
     p.add_argument("--max-n", type=int, default=None, help="largest sequence mix")
     p.add_argument("--impl", default=None, help="implementation under test as module:function")
@@ -66,6 +74,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--database-dir", type=Path, default=DEFAULT_DB_DIR, help="the local directory database")
     p.add_argument("--shard", default="0/1", help="i/N: this host's share of the job (0-based)")
     p.add_argument("--shard-by", default="tests", choices=SHARD_BY, help="split the tests, or run all (seeds)")
+    p.add_argument("--seed", type=int, default=None, help="the run's seed (default: random); workers' seeds derive")
     p.add_argument("--tests", nargs="+", default=["properties"], help="test paths (default properties)")
     p.add_argument(
         "--pack", action="store_true", help="leave report.md, summary.json, junit.xml and details.tar.gz only"
@@ -86,9 +95,11 @@ def resolve_device(requested: str, n_gpus: int) -> str:
     return "cuda" if requested in ("cuda", "best") and n_gpus else "cpu"
 
 
-def default_workers(device: str, n_gpus: int) -> int:
-    """One worker per GPU on cuda, one per CPU core on the CPU."""
-    return n_gpus if device == "cuda" else max(1, os.cpu_count() or 1)
+def default_workers(device: str, n_gpus: int, cores: int | None = None) -> int:
+    """One worker per CPU core: on cuda, `cores // GPUs` workers on each GPU (at least one); on the
+    CPU, one per core."""
+    cores = max(1, cores if cores is not None else (os.cpu_count() or 1))
+    return n_gpus * max(1, cores // n_gpus) if device == "cuda" and n_gpus else cores
 
 
 def new_out(path: Path | None) -> Path:
@@ -109,9 +120,29 @@ def budget_text(args: argparse.Namespace) -> str:
     return " and ".join(parts)
 
 
-def rates(totals: dict[str, Totals], rounds_run: int) -> dict[str, float]:
-    """Expected seconds per example of every test that ran examples."""
-    return {n: seconds_per_example(t.seconds, t.examples, rounds_run == 1) for n, t in totals.items() if t.examples}
+def per_round(out: Path, rounds: list[RoundInfo]) -> dict[str, list[tuple[float, int]]]:
+    """Per test, its (worker seconds, examples) in each round so far."""
+    stats: dict[str, list[tuple[float, int]]] = {}
+    for info in rounds:
+        got: dict[str, tuple[float, int]] = {}
+        for r in records.read(records.results_path(out, info.round)):
+            if r.get("event") == "test":
+                s, n = got.get(r["nodeid"], (0.0, 0))
+                got[r["nodeid"]] = (s + float(r.get("seconds") or 0.0), n + int(r.get("counts", {}).get("examples", 0)))
+        for nodeid, pair in got.items():
+            stats.setdefault(nodeid, []).append(pair)
+    return stats
+
+
+def rates(totals: dict[str, Totals], out: Path, rounds: list[RoundInfo]) -> dict[str, Rate]:
+    """Expected worker seconds per example (the costliest round's), and side-by-side runs per
+    example, of every test that ran examples."""
+    stats = per_round(out, rounds)
+    return {
+        n: Rate(costliest_rate(stats.get(n, []), len(rounds) == 1), t.runs / t.examples)
+        for n, t in totals.items()
+        if t.examples
+    }
 
 
 def plan_round(
@@ -124,49 +155,68 @@ def plan_round(
 ) -> tuple[Plan, str] | None:
     """The next round's plan and its description, or None when the run is over."""
     if not rounds:
-        n = args.examples if args.examples is not None else CALIBRATION_EXAMPLES
+        n = args.examples if args.examples is not None else calibration_examples(workers)
         return Plan(default=n), f"{n} examples per test" + ("" if args.examples else " (calibration)")
     last = rounds[-1]
     if args.minutes is None or last.stopped:
         return None
     if args.examples is not None:
         return (Plan(default=args.examples), f"{args.examples} examples per test") if remaining > last.seconds else None
-    known = rates(totals, len(rounds))
+    known = rates(totals, out, rounds)
     tests = [r for r in records.read(records.results_path(out, last.round)) if r.get("event") == "test"]
     overhead = round_overhead(last.seconds, tests)
-    ran = {r["nodeid"]: int(r.get("counts", {}).get("examples", 0)) for r in tests}
+    ran: dict[str, int] = {}
+    for r in tests:
+        ran[r["nodeid"]] = ran.get(r["nodeid"], 0) + int(r.get("counts", {}).get("examples", 0))
     done = exhausted(Plan.from_json(records.plan_path(out, last.round).read_text()), ran)
     round_seconds = next_round_seconds(remaining, args.minutes * 60, overhead)
     if round_seconds <= 0 or not known:
         return None
-    per_test = seconds_per_test(round_seconds, workers, len(set(known) - done) or 1)
-    plan = sized_plan(known, per_test, CALIBRATION_EXAMPLES)
+    plan = weighted_plan(known, worker_seconds(round_seconds, workers), CALIBRATION_EXAMPLES, done)
+    capped = sum(is_capped(r) or n in done for n, r in known.items())
     sizes = sorted(plan.tests.values())
-    return plan, f"sized for {round_seconds:.0f} s: {sizes[0]}-{sizes[-1]} examples per test, {per_test:.0f} s each"
+    return plan, (
+        f"sized for {round_seconds:.0f} s on {max(workers, 1)} worker(s): {sizes[0]}-{sizes[-1]} examples per test, "
+        f"{capped} cheap test(s) capped"
+    )
 
 
 class Progress:
-    """Prints a line per finished test, with the run's elapsed time and running example count."""
+    """Prints a line per test once every worker has reported it (a result, or that it was not its
+    share), with the run's elapsed time and running example count."""
 
-    def __init__(self, started: float, round_no: int) -> None:
+    def __init__(self, started: float, round_no: int, workers: int = 1) -> None:
         self.started = started
         self.round_no = round_no
+        self.workers = max(workers, 1)
         self.examples = 0
+        self.pending: dict[str, list[dict[str, Any]]] = {}
 
     def stamp(self) -> str:
         m, s = divmod(int(time.monotonic() - self.started), 60)
         return f"[{m:3d}:{s:02d}]"
 
     def __call__(self, rec: dict[str, Any]) -> None:
-        if rec.get("event") != "test":
+        if rec.get("event") not in ("test", "share"):
             return
-        counts = rec.get("counts", {})
-        self.examples += int(counts.get("examples", 0))
+        got = self.pending.setdefault(rec["nodeid"], [])
+        got.append(rec)
+        if len(got) < self.workers:
+            return
+        tests = [r for r in got if r.get("event") == "test"]
+        del self.pending[rec["nodeid"]]
+        if not tests:
+            return
+        examples = sum(int(r.get("counts", {}).get("examples", 0)) for r in tests)
+        near_ties = sum(int(r.get("counts", {}).get("near_ties", 0)) for r in tests)
+        seconds = max(float(r.get("seconds") or 0) for r in tests)
+        outcome = max((r["outcome"] for r in tests), key=OUTCOME_ORDER.index)
+        self.examples += examples
         name = rec["nodeid"].split("::", 1)[-1]
+        on = f" on {len(tests)} workers" if len(tests) > 1 else ""
         print(
-            f"{self.stamp()} round {self.round_no} {rec['outcome'].upper():7} {name}: {counts.get('examples', 0)} "
-            f"examples, {counts.get('near_ties', 0)} near-ties, {float(rec.get('seconds') or 0):.1f} s "
-            f"({self.examples} examples this round)",
+            f"{self.stamp()} round {self.round_no} {outcome.upper():7} {name}: {examples} examples{on}, "
+            f"{near_ties} near-ties, {seconds:.1f} s ({self.examples} examples this round)",
             flush=True,
         )
 
@@ -180,6 +230,7 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
     n_gpus = gpu_count() if args.device != "cpu" else 0
     device = resolve_device(args.device, n_gpus)
     workers = args.workers if args.workers is not None else default_workers(device, n_gpus)
+    run_seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
     database = args.database if is_redis_url(args.database) else None
     db_dir = Path(args.database if args.database and database is None else args.database_dir).resolve()
     job = Job(
@@ -194,18 +245,20 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
         database=database,
         database_dir=db_dir,
         shard=shard,
+        seed=run_seed,
         extra=tuple(extra),
     )
     meta: dict[str, Any] = {
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "wall_seconds": 0.0,
         "budget": budget_text(args),
-        "device": f"cuda x{n_gpus}" if device == "cuda" else f"cpu ({os.cpu_count()} cores)",
+        "device": f"cuda x{n_gpus} ({os.cpu_count()} cores)" if device == "cuda" else f"cpu ({os.cpu_count()} cores)",
         "numerics": args.numerics,
         "workers": workers,
         "impl": args.impl or "batched.step:step_mtp_bootstrap_batched",
         "database": describe(database, db_dir),
         "shard": f"{shard} by {shard.by}",
+        "seed": run_seed,
         "command": shlex.join(["python", "-m", "nightly", *argv]),
     }
     return job, meta
@@ -224,7 +277,7 @@ def run_rounds(args: argparse.Namespace, job: Job, meta: dict[str, Any], rounds:
         if planned is None:
             return
         plan, text = planned
-        progress = Progress(started, len(rounds) + 1)
+        progress = Progress(started, len(rounds) + 1, job.workers)
         print(f"{progress.stamp()} round {progress.round_no}: {text}", flush=True)
         info = run_round(job, progress.round_no, plan, text, hard_deadline, progress)
         rounds.append(info)

@@ -1,6 +1,7 @@
-"""The report a person reads in a minute: the verdict, a line per property, each failure with its
-shrunk mix and the commands that replay and promote it, the paths the run reached, and the static
-behaviour x property matrix."""
+"""The report a person reads in a minute: the verdict, a line per property, the examples per second
+per property (one worker's and the host's) and per worker, each failure with its shrunk mix and the
+commands that replay and promote it, the paths the run reached, and the static behaviour x property
+matrix."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from nightly.totals import RoundInfo, Totals, all_events, overall
+from nightly.totals import RoundInfo, Totals, all_events, overall, worker_totals
 
 SECTIONS = (
     "## Properties",
+    "## Throughput",
     "## Failures",
     "## Behaviour coverage reached",
     "## Behaviour x property matrix",
@@ -48,7 +50,7 @@ def header(meta: dict[str, Any], rounds: list[RoundInfo], totals: dict[str, Tota
         f"- device {meta['device']}, numerics {meta['numerics']}, {meta['workers']} worker(s), "
         f"implementation `{meta['impl']}`",
         f"- {len(rounds)} round(s), each with fresh random examples; {examples} examples in all",
-        f"- example database: {meta['database']}; shard {meta['shard']}",
+        f"- example database: {meta['database']}; shard {meta['shard']}; run seed {meta.get('seed', '-')}",
         f"- command: `{meta['command']}`",
         *[f"- {s}" for s in stopped],
     ]
@@ -58,7 +60,8 @@ def properties_table(totals: dict[str, Totals]) -> list[str]:
     lines = [
         "## Properties",
         "",
-        "| property | result | examples | side-by-side runs | near-ties | largest near-tie margin | failures | time |",
+        "| property | result | examples | side-by-side runs | near-ties | largest near-tie margin | failures "
+        "| time, all workers |",
         "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for t in sorted(totals.values(), key=lambda t: t.nodeid):
@@ -71,6 +74,40 @@ def properties_table(totals: dict[str, Totals]) -> list[str]:
     unfinished = [t.name for t in totals.values() if t.unfinished]
     if unfinished:
         lines += ["", f"Not finished in some round (stopped at the time limit): {', '.join(unfinished)}."]
+    return lines
+
+
+def fmt_rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def throughput_section(totals: dict[str, Totals]) -> list[str]:
+    """Examples a second per property, of one worker and of the host's workers together (over the
+    span from the first worker's start of the test to the last one's end), then per worker."""
+    lines = [
+        "## Throughput",
+        "",
+        "| property | workers | examples | worker seconds | span | examples/s per worker | examples/s, host |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for t in sorted(totals.values(), key=lambda t: t.nodeid):
+        if not t.examples:
+            continue
+        lines.append(
+            f"| `{t.name}` | {t.workers} | {t.examples} | {t.seconds:.1f} | {t.span_seconds:.1f} | "
+            f"{fmt_rate(t.per_worker_rate)} | {fmt_rate(t.host_rate)} |"
+        )
+    workers = worker_totals(totals)
+    if not workers:
+        return [*lines, "", "No test ran examples."]
+    lines += ["", "| worker | examples | seconds | examples/s |", "|---|--:|--:|--:|"]
+    for w, v in workers.items():
+        rate = v["examples"] / v["seconds"] if v["seconds"] > 0 else None
+        lines.append(f"| {w} | {int(v['examples'])} | {v['seconds']:.1f} | {fmt_rate(rate)} |")
+    examples = sum(int(v["examples"]) for v in workers.values())
+    seconds = sum(v["seconds"] for v in workers.values())
+    rate = fmt_rate(examples / seconds if seconds > 0 else None)
+    lines.append(f"| all, per worker | {examples} | {seconds:.1f} | {rate} |")
     return lines
 
 
@@ -143,6 +180,7 @@ def render(
     parts = [
         header(meta, rounds, totals),
         properties_table(totals),
+        throughput_section(totals),
         failures_section(totals, out, packed),
         coverage_section(totals, expected),
         ["## Behaviour x property matrix", "", "```text", matrix, "```"],

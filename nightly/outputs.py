@@ -13,7 +13,7 @@ from typing import Any
 
 from nightly import junit, markdown, records
 from nightly.runner import junit_path
-from nightly.totals import RoundInfo, Totals, add_round, all_events, overall
+from nightly.totals import RoundInfo, Totals, add_round, all_events, overall, worker_totals
 from properties.behaviours import matrix_text
 from properties.stats import expected_paths
 
@@ -30,16 +30,25 @@ def collect(out: Path, rounds: list[RoundInfo]) -> dict[str, Totals]:
 
 def summary(meta: dict[str, Any], rounds: list[RoundInfo], totals: dict[str, Totals]) -> dict[str, Any]:
     """The JSON summary: the verdict, the run's settings, the rounds, per test its counts, time,
-    events and failures, and the events of the whole run with the expected paths it missed."""
+    examples a second (one worker's and the host's), events and failures, per worker its examples
+    and seconds, and the events of the whole run with the expected paths it missed."""
     events = all_events(totals)
     return {
         "result": overall(totals),
         "meta": meta,
         "rounds": [asdict(r) for r in rounds],
         "tests": {
-            nodeid: {**asdict(t), "name": t.name, "result": t.result, "failures_count": t.failed + t.crashed}
+            nodeid: {
+                **asdict(t),
+                "name": t.name,
+                "result": t.result,
+                "failures_count": t.failed + t.crashed,
+                "examples_per_second_per_worker": t.per_worker_rate,
+                "examples_per_second_host": t.host_rate,
+            }
             for nodeid, t in sorted(totals.items())
         },
+        "workers": worker_totals(totals),
         "events": dict(events.most_common()),
         "not_reached": [p for p in expected_paths() if p not in events],
     }

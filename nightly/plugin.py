@@ -1,13 +1,15 @@
 """The pytest plugin of a nightly round (`-p nightly.plugin`, with `properties.summary_plugin`).
 
 Wherever tests run (the only process, or each xdist worker) it selects this shard's tests
-(`--nightly-shard`), sets each Hypothesis test's `max_examples` from the round's plan
-(`--nightly-plan`) and writes every Hypothesis observability record to
+(`--nightly-shard`), gives each Hypothesis test this worker's share of the round's `max_examples`
+(`--nightly-plan`, `nightly.spread`) and its own seed (`--nightly-seed`), lets only the first worker
+replay the example database, and writes every Hypothesis observability record to
 `OUT/observed/round-NNN-<worker>-<pid>.jsonl`. Where results are reported (the only process, or the
 xdist controller) it writes the collected tests, a record per finished test (outcome, time, the
 counts the summary plugin carries, the failure text) and the round's end to
-`OUT/results/round-NNN.jsonl`. Every line is written when known, so a crashed worker or a killed
-round loses nothing that finished.
+`OUT/results/round-NNN.jsonl` (a worker that skipped a test because it was not its share writes a
+`share` record instead). Every line is written when known, so a crashed worker or a killed round
+loses nothing that finished.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 from hypothesis.internal import observability
 
 from nightly import records
 from nightly.rounds import Plan
 from nightly.shard import SHARD_BY, parse_shard, select_tests
+from nightly.spread import SHARE_SKIP, replays_database, share, worker_seed, worker_slot
 from properties.summary_plugin import counts_of, is_final, is_worker
 
 CRASH_MARK = "crashed while running"
@@ -35,6 +38,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--nightly-plan", default=None, help="JSON file: max_examples per test for this round")
     group.addoption("--nightly-shard", default="0/1", help="i/N: this host's shard")
     group.addoption("--nightly-shard-by", default="tests", choices=SHARD_BY, help="what shards split")
+    group.addoption("--nightly-seed", default=None, type=int, help="the run's seed (workers' seeds derive)")
 
 
 class ObservationWriter:
@@ -88,9 +92,15 @@ class ResultWriter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not (is_final(report) or report.failed):
             return
+        node = getattr(report, "node", None)
+        worker = getattr(getattr(node, "gateway", None), "id", "main")
+        if is_share_skip(report):
+            records.append(
+                self.path, {"event": "share", "round": self.round_no, "nodeid": report.nodeid, "worker": worker}
+            )
+            return
         text = report.longreprtext if report.failed else ""
         outcome = "crashed" if report.failed and CRASH_MARK in text else report.outcome
-        node = getattr(report, "node", None)
         records.append(
             self.path,
             {
@@ -100,9 +110,11 @@ class ResultWriter:
                 "when": report.when,
                 "outcome": outcome,
                 "seconds": report.duration,
+                "start": getattr(report, "start", None),
+                "stop": getattr(report, "stop", None),
                 "counts": counts_of(report),
                 "failure": text,
-                "worker": getattr(getattr(node, "gateway", None), "id", "main"),
+                "worker": worker,
             },
         )
 
@@ -129,19 +141,51 @@ class ResultWriter:
         records.append(self.path, {"event": "finished", "round": self.round_no, "exitstatus": int(exitstatus)})
 
 
-def apply_plan(items: list[pytest.Item], plan: Plan) -> None:
-    """Give each Hypothesis test the plan's `max_examples` on top of the loaded profile. A test with
-    its own `@settings` keeps them; a test function shared by several items takes the first's."""
-    done: set[int] = set()
+def is_share_skip(report: pytest.TestReport) -> bool:
+    """True for a report of a test this worker skipped because it was another worker's share."""
+    return bool(report.skipped) and SHARE_SKIP in str(report.longrepr)
+
+
+def worker_settings(base: settings, examples: int, index: int, count: int) -> settings:
+    """`base` with this worker's share of `examples` and, past the first worker, without replaying
+    the example database."""
+    phases = list(base.phases) if replays_database(index, count) else [p for p in base.phases if p != Phase.reuse]
+    return settings(base, max_examples=share(examples, index, count), phases=phases)
+
+
+def apply_plan(
+    items: list[pytest.Item], plan: Plan, round_no: int = 1, run_seed: int | None = None, host: int = 0
+) -> None:
+    """Give each Hypothesis test this worker's share of its examples and, with `run_seed`, its own
+    seed. The examples are the plan's `max_examples` on top of the loaded profile (the profile's own
+    when the plan has none); a test with its own `@settings` keeps them, its `max_examples` spread
+    the same way. A test with no examples in this worker's share, and a test that is not a
+    Hypothesis test on any worker but the first, is skipped with `SHARE_SKIP`. A test function
+    shared by several items takes the first's plan."""
+    index, count = worker_slot()
+    skip = pytest.mark.skip(reason=SHARE_SKIP)
+    done: dict[int, bool] = {}
     for item in items:
         fn = getattr(item, "obj", None)
         fn = getattr(fn, "__func__", fn)
-        n = plan.for_test(item.nodeid)
-        if n is None or not getattr(fn, "is_hypothesis_test", False) or id(fn) in done:
+        if not getattr(fn, "is_hypothesis_test", False):
+            if not replays_database(index, count):
+                item.add_marker(skip)
             continue
-        done.add(id(fn))
-        if not hasattr(fn, "_hypothesis_internal_settings_applied"):
-            settings(settings.default, max_examples=n)(fn)
+        if id(fn) not in done:
+            own = getattr(fn, "_hypothesis_internal_settings_applied", False)
+            base = fn._hypothesis_internal_use_settings if own else settings.default
+            total = None if own else plan.for_test(item.nodeid)
+            total = base.max_examples if total is None else total
+            fn._hypothesis_internal_use_settings = worker_settings(base, total, index, count)
+            fn._hypothesis_internal_settings_applied = True
+            done[id(fn)] = share(total, index, count) > 0
+            if run_seed is not None:
+                # What `@seed` sets, without the `database=None` that `@seed` adds: the workers
+                # share the example database.
+                fn._hypothesis_internal_use_seed = worker_seed(run_seed, host, round_no, index, item.nodeid)
+        if not done[id(fn)]:
+            item.add_marker(skip)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -152,8 +196,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=deselected)
         items[:] = [item for item in items if item.nodeid in keep]
     plan_file = config.getoption("nightly_plan")
-    if plan_file:
-        apply_plan(items, Plan.from_json(Path(plan_file).read_text()))
+    plan = Plan.from_json(Path(plan_file).read_text()) if plan_file else Plan()
+    if plan_file or worker_slot()[1] > 1:
+        apply_plan(items, plan, config.getoption("nightly_round"), config.getoption("nightly_seed"), shard.index)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -30,7 +30,7 @@ class Job:
     out: Path
     tests: tuple[str, ...] = ("properties",)
     device: str = "cpu"  # cpu or cuda (each xdist worker pins its own cuda:i)
-    workers: int = 1  # xdist workers; 0 runs the tests in the pytest process itself
+    workers: int = 1  # xdist workers, each running every test on its share; 0: the pytest process itself
     numerics: str = "exact"
     max_n: int | None = None
     impl: str | None = None
@@ -38,6 +38,7 @@ class Job:
     database: str | None = None
     database_dir: Path = Path(".hypothesis/nightly")
     shard: Shard = field(default_factory=Shard)
+    seed: int | None = None  # the run's seed; each worker's seeds derive from it (None: Hypothesis's own)
     extra: tuple[str, ...] = ()
 
 
@@ -46,23 +47,30 @@ def junit_path(out: Path, round_no: int) -> Path:
 
 
 def pytest_command(job: Job, round_no: int, plan_path: Path) -> list[str]:
-    """The pytest command line of one round. No `--hypothesis-seed`: Hypothesis turns the example
-    database off for a run with a fixed seed, and each round draws fresh random examples anyway."""
+    """The pytest command line of one round: `--dist each`, so that every worker runs every test on
+    its share of the examples (`nightly.spread`). No `--hypothesis-seed`: Hypothesis turns the
+    example database off for a run with a fixed seed; the plugin gives each test its own seed per
+    worker and round instead (`@seed` keeps the database)."""
     cmd = [sys.executable, "-m", "pytest", *job.tests, "-q", "-rfE", "-p", "no:cacheprovider"]
     cmd += ["-p", "properties.summary_plugin", "-p", "nightly.plugin"]
     cmd += ["--nightly-out", str(job.out), "--nightly-round", str(round_no), "--nightly-plan", str(plan_path)]
     cmd += ["--nightly-shard", str(job.shard), "--nightly-shard-by", job.shard.by]
+    if job.seed is not None:
+        cmd += ["--nightly-seed", str(job.seed)]
     cmd += ["--hypothesis-show-statistics"]
     cmd += ["--junitxml", str(junit_path(job.out, round_no))]
     if job.workers > 0:
-        cmd += ["-n", str(job.workers), "--dist", "worksteal"]
+        cmd += ["-n", str(job.workers), "--dist", "each"]
     return cmd + list(job.extra)
 
 
 def pytest_env(job: Job) -> dict[str, str]:
     """The environment of a round: the profile, device, numerics, mix size and implementation the
-    properties read, the example database, and the replay folder inside the output folder."""
+    properties read, the example database, the replay folder inside the output folder, and one
+    thread per worker (torch's and OpenMP's, unless the environment sets them)."""
     env = dict(os.environ)
+    env.setdefault("MTP_VERIFY_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
     env.update(
         MTP_VERIFY_PROFILE=job.profile,
         MTP_VERIFY_DEVICE=job.device,

@@ -6,14 +6,19 @@ import pytest
 
 from nightly.rounds import (
     CALIBRATION_BIAS,
+    CALIBRATION_EXAMPLES,
+    CAPPED_EXAMPLES,
     MIN_ROUND_SECONDS,
     Plan,
+    Rate,
+    calibration_examples,
+    costliest_rate,
     exhausted,
+    is_capped,
     next_round_seconds,
     round_overhead,
-    seconds_per_example,
-    seconds_per_test,
-    sized_plan,
+    weighted_plan,
+    worker_seconds,
 )
 from nightly.shard import Shard, parse_shard, select_tests
 
@@ -57,11 +62,14 @@ def test_the_last_round_takes_what_is_left_and_none_starts_without_time() -> Non
     assert next_round_seconds(remaining=100, budget=300, overhead=10) == 90, "too little would be left after 75 s"
 
 
-def test_every_test_gets_an_equal_share_and_no_worker_more_than_the_round() -> None:
-    assert seconds_per_test(100, workers=8, n_tests=16) == 50
-    assert seconds_per_test(100, workers=8, n_tests=4) == 100, "a test never runs on two workers"
-    assert seconds_per_test(100, workers=2, n_tests=3) == 50, "one worker runs two tests"
-    assert seconds_per_test(100, workers=0, n_tests=4) == 25, "in-process: one worker"
+def test_a_round_gives_out_every_workers_time() -> None:
+    assert worker_seconds(100, workers=16) == 1600
+    assert worker_seconds(100, workers=0) == 100, "in-process: one worker"
+
+
+def test_the_calibration_round_gives_every_worker_examples() -> None:
+    assert calibration_examples(1) == CALIBRATION_EXAMPLES
+    assert calibration_examples(16) == 32
 
 
 def test_a_test_that_ran_out_of_examples_is_exhausted() -> None:
@@ -69,16 +77,43 @@ def test_a_test_that_ran_out_of_examples_is_exhausted() -> None:
     assert exhausted(plan, {"a": 100, "b": 32, "c": 10, "d": 3}) == {"b", "d"}
 
 
-def test_plans_fill_the_share_at_each_tests_rate() -> None:
-    plan = sized_plan({"slow": 2.0, "fast": 0.01, "glacial": 1e6}, test_seconds=100, fallback=7)
-    assert plan.tests == {"slow": 50, "fast": 10_000, "glacial": 1}
+def test_truth_tables_and_input_checks_are_capped_side_by_side_properties_are_not() -> None:
+    assert is_capped(Rate(seconds=0.001, runs=1.0)), "hundreds of examples a second"
+    assert is_capped(Rate(seconds=0.06, runs=0.0)), "no side-by-side run"
+    assert not is_capped(Rate(seconds=0.3, runs=1.0))
+
+
+def test_side_by_side_properties_share_what_the_capped_tests_leave() -> None:
+    rates = {
+        "p1": Rate(0.3, 1.0),
+        "p4": Rate(0.1, 1.0),
+        "gate": Rate(0.002, 0.0),
+        "bad-indices": Rate(0.06, 0.0),
+    }
+    plan = weighted_plan(rates, budget=1600.0, fallback=7, exhausted_tests=set())
+    assert plan.tests["gate"] == plan.tests["bad-indices"] == CAPPED_EXAMPLES
+    left = 1600.0 - CAPPED_EXAMPLES * (0.002 + 0.06)
+    assert plan.tests["p1"] == int(left / 2 / 0.3) and plan.tests["p4"] == int(left / 2 / 0.1)
     assert plan.for_test("new") == 7
     assert Plan.from_json(plan.to_json()) == plan
 
 
-def test_a_rate_from_the_calibration_round_alone_is_taken_as_low() -> None:
-    assert seconds_per_example(10.0, 100, calibration_only=False) == 0.1
-    assert seconds_per_example(10.0, 100, calibration_only=True) == 0.1 * CALIBRATION_BIAS
+def test_a_capped_test_gets_no_more_than_an_equal_share_of_a_short_round() -> None:
+    plan = weighted_plan({"p1": Rate(0.3, 1.0), "bad": Rate(0.06, 0.0)}, budget=10.0, fallback=7, exhausted_tests=set())
+    assert plan.tests["bad"] == int(5.0 / 0.06)
+
+
+def test_an_exhausted_test_is_capped_and_all_capped_means_none_is() -> None:
+    plan = weighted_plan({"p1": Rate(0.3, 1.0), "p3": Rate(0.3, 1.0)}, 600.0, 7, exhausted_tests={"p3"})
+    assert plan.tests["p3"] == CAPPED_EXAMPLES and plan.tests["p1"] == int((600.0 - CAPPED_EXAMPLES * 0.3) / 0.3)
+    only_cheap = weighted_plan({"a": Rate(0.001, 0.0), "b": Rate(0.002, 0.0)}, 100.0, 7, exhausted_tests=set())
+    assert only_cheap.tests == {"a": 50_000, "b": 25_000}
+
+
+def test_the_costliest_round_sets_the_rate() -> None:
+    assert costliest_rate([(1.8, 89), (14.1, 314), (0.0, 0)], calibration_only=False) == 14.1 / 314
+    assert costliest_rate([(1.0, 10)], calibration_only=True) == 0.1 * CALIBRATION_BIAS
+    assert costliest_rate([], calibration_only=False) == 0.0
 
 
 def test_overhead_is_the_wall_time_the_busiest_worker_did_not_spend_in_tests() -> None:

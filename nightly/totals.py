@@ -1,5 +1,8 @@
 """Adding up the rounds of a run: per test, the examples, side-by-side runs, near-ties (and the
-largest margin), outcomes, time, the events and targets its examples recorded, and its failures."""
+largest margin), outcomes, time (every worker's, and the span from the first worker's start to the
+last one's end), examples and time per worker, the events and targets its examples recorded, and
+its failures. Every worker of a round reports every test it ran (`nightly.spread`); a round's
+outcome of a test is the worst of its workers'."""
 
 from __future__ import annotations
 
@@ -49,7 +52,10 @@ class Totals:
     gave_up: int = 0
     near_ties: int = 0
     largest_near_tie: float | None = None
-    seconds: float = 0.0
+    seconds: float = 0.0  # every worker's time in this test, added up
+    span_seconds: float = 0.0  # per round, first start to last end over the workers, added up
+    workers: int = 0  # the most workers that ran it in one round
+    by_worker: dict[str, dict[str, float]] = field(default_factory=dict)  # worker -> examples, seconds
     events: dict[str, int] = field(default_factory=dict)
     targets: dict[str, float] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
@@ -57,6 +63,16 @@ class Totals:
     @property
     def name(self) -> str:
         return self.nodeid.split("::", 1)[-1]
+
+    @property
+    def per_worker_rate(self) -> float | None:
+        """Examples a second of one worker running this test (None without time)."""
+        return self.examples / self.seconds if self.seconds > 0 and self.examples else None
+
+    @property
+    def host_rate(self) -> float | None:
+        """Examples a second of all the workers of the host together, over the span of the test."""
+        return self.examples / self.span_seconds if self.span_seconds > 0 and self.examples else None
 
     @property
     def result(self) -> str:
@@ -85,6 +101,23 @@ def add_counts(t: Totals, counts: dict[str, Any]) -> None:
         t.targets[label] = max(t.targets.get(label, float("-inf")), float(value))
 
 
+def span(rs: list[dict[str, Any]]) -> float:
+    """From the first start to the last end of a test's records in one round; the longest single
+    duration when the records carry no start and end."""
+    starts = [float(r["start"]) for r in rs if r.get("start")]
+    stops = [float(r["stop"]) for r in rs if r.get("stop")]
+    if starts and stops:
+        return max(0.0, max(stops) - min(starts))
+    return max((float(r.get("seconds") or 0.0) for r in rs), default=0.0)
+
+
+def add_by_worker(t: Totals, rs: list[dict[str, Any]]) -> None:
+    for r in rs:
+        w = t.by_worker.setdefault(str(r.get("worker", "main")), {"examples": 0, "seconds": 0.0})
+        w["examples"] += int(r.get("counts", {}).get("examples", 0))
+        w["seconds"] += float(r.get("seconds") or 0.0)
+
+
 def add_round(totals: dict[str, Totals], info: RoundInfo, recs: list[dict[str, Any]]) -> None:
     """Add one round's records to `totals`. A test collected but never reported is unfinished when
     the runner stopped the round; when the round's process died by itself, the first such test (the
@@ -101,6 +134,9 @@ def add_round(totals: dict[str, Totals], info: RoundInfo, recs: list[dict[str, A
         outcome = worst([r["outcome"] for r in rs])
         setattr(t, outcome, getattr(t, outcome) + 1)
         t.seconds += sum(float(r.get("seconds") or 0.0) for r in rs)
+        t.span_seconds += span(rs)
+        t.workers = max(t.workers, len({r.get("worker") for r in rs}))
+        add_by_worker(t, rs)
         for r in rs:
             add_counts(t, r.get("counts", {}))
         failed = next((r for r in rs if r["outcome"] in ("failed", "crashed")), None)
@@ -132,3 +168,14 @@ def all_events(totals: dict[str, Totals]) -> Counter[str]:
     for t in totals.values():
         out.update(t.events)
     return out
+
+
+def worker_totals(totals: dict[str, Totals]) -> dict[str, dict[str, float]]:
+    """Per worker, its examples and seconds over every test, in worker order."""
+    out: dict[str, dict[str, float]] = {}
+    for t in totals.values():
+        for w, v in t.by_worker.items():
+            acc = out.setdefault(w, {"examples": 0, "seconds": 0.0})
+            acc["examples"] += v["examples"]
+            acc["seconds"] += v["seconds"]
+    return dict(sorted(out.items(), key=lambda kv: (len(kv[0]), kv[0])))

@@ -1,19 +1,23 @@
-"""One pytest-xdist worker per GPU: which `cuda:i` a worker runs on.
+"""Which `cuda:i` a pytest-xdist worker runs on: several workers per GPU, spread evenly.
 
-A worker claims a GPU by holding an exclusive lock on a file named after it, starting with the GPU
-its worker number points at. The lock dies with the process, so the worker xdist starts in place of
-a crashed one claims the GPU the crashed worker held instead of doubling up on another.
+A worker claims a place on a GPU by holding an exclusive lock on a file named after the GPU and the
+place (`cuda-<i>-<place>.lock`), starting with the GPU its worker number points at (worker k prefers
+GPU k modulo the GPU count). A GPU has `ceil(workers / GPUs)` places. The lock dies with the
+process, so the worker xdist starts in place of a crashed one claims the place the crashed worker
+held instead of doubling up on another GPU.
 """
 
 from __future__ import annotations
 
 import fcntl
+import math
 import os
 import re
 import tempfile
 from pathlib import Path
 
 PINNED_REQUESTS = ("cuda", "best")  # a device choice a worker may narrow to its own cuda:i
+ENV_WORKER_COUNT = "PYTEST_XDIST_WORKER_COUNT"
 _held: list[int] = []  # file descriptors of the locks this process holds, for its lifetime
 
 
@@ -28,34 +32,53 @@ def lock_dir(run_id: str) -> Path:
     return Path(tempfile.gettempdir()) / f"mtp-verify-gpus-{run_id}"
 
 
-def claim_gpu(preferred: int, n_gpus: int, locks: Path) -> int:
+def places_per_gpu(workers: int | None, n_gpus: int) -> int:
+    """How many workers share one GPU: the workers spread evenly, at least one place per GPU."""
+    return max(1, math.ceil((workers or 1) / max(n_gpus, 1)))
+
+
+def _try_lock(path: Path) -> bool:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _held.append(fd)
+    return True
+
+
+def claim_gpu(preferred: int, n_gpus: int, locks: Path, places: int = 1) -> int:
     """The GPU this process runs on: the first of `preferred`, `preferred + 1`, ... (modulo
-    `n_gpus`) whose lock it can take, held until the process ends; `preferred % n_gpus` when every
-    GPU is taken (more workers than GPUs share)."""
+    `n_gpus`) with a free place out of `places`, held until the process ends; `preferred % n_gpus`
+    when every place is taken (more workers than places share)."""
     locks.mkdir(parents=True, exist_ok=True)
     for k in range(n_gpus):
         i = (preferred + k) % n_gpus
-        fd = os.open(locks / f"cuda-{i}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            continue
-        _held.append(fd)
-        return i
+        for place in range(places):
+            name = f"cuda-{i}.lock" if place == 0 else f"cuda-{i}-{place}.lock"
+            if _try_lock(locks / name):
+                return i
     return preferred % n_gpus
 
 
 def release_all() -> None:
-    """Give back every GPU this process claimed."""
+    """Give back every GPU place this process claimed."""
     while _held:
         os.close(_held.pop())
 
 
-def pinned_device(requested: str | None, worker_id: str | None, run_id: str | None, n_gpus: int) -> str | None:
+def pinned_device(
+    requested: str | None, worker_id: str | None, run_id: str | None, n_gpus: int, workers: int | None = None
+) -> str | None:
     """The `cuda:i` an xdist worker runs on when the run asked for `cuda` or `best` and GPUs are
-    visible; None when no pinning applies (not a worker, no GPU, the CPU or an explicit `cuda:N`)."""
+    visible, with `workers` workers in the run (default: xdist's `PYTEST_XDIST_WORKER_COUNT`, else
+    one per GPU) spread evenly over the GPUs; None when no pinning applies (not a worker, no GPU,
+    the CPU or an explicit `cuda:N`)."""
     index = worker_index(worker_id)
     if index is None or n_gpus < 1 or requested not in PINNED_REQUESTS:
         return None
-    return f"cuda:{claim_gpu(index, n_gpus, lock_dir(run_id or 'default'))}"
+    if workers is None:
+        workers = int(os.environ.get(ENV_WORKER_COUNT) or n_gpus)
+    places = places_per_gpu(workers, n_gpus)
+    return f"cuda:{claim_gpu(index % n_gpus, n_gpus, lock_dir(run_id or 'default'), places)}"
