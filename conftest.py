@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from nightly.database import developer_database, nightly_database
 from nightly.workers import pinned_device
 from properties import impl as impl_module
-from properties.run_config import ENV_DEVICE, ENV_MAX_N, ENV_NUMERICS
+from properties.run_config import DTYPES, ENV_DEVICE, ENV_DTYPE, ENV_MAX_N, ENV_NUMERICS
 
 ROOT = Path(__file__).parent
 # The nightly example database: a directory, or a redis:// URL shared by several hosts (then
@@ -86,6 +86,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mtp-verify")
     group.addoption("--device", default=None, help="cpu, cuda, cuda:N or best (default: cpu)")
     group.addoption("--numerics", default=None, choices=("exact", "fast"), help="numerics mode (default exact)")
+    group.addoption("--dtype", default=None, choices=DTYPES, help="model dtype (default: by numerics and device)")
     group.addoption("--max-n", default=None, type=int, help="largest sequence mix (default 8)")
     group.addoption("--impl", default=None, help="implementation under test as module:function")
 
@@ -94,7 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = config.getoption("hypothesis_profile", None)
     if not profile:
         settings.load_profile(_default_profile())
-    for opt, env in (("device", ENV_DEVICE), ("numerics", ENV_NUMERICS), ("max_n", ENV_MAX_N)):
+    for opt, env in (("device", ENV_DEVICE), ("numerics", ENV_NUMERICS), ("dtype", ENV_DTYPE), ("max_n", ENV_MAX_N)):
         value = config.getoption(opt)
         if value is not None:
             os.environ[env] = str(value)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from reference.capture import capture_draft_rows
 from reference.errors import ModelError
 from reference.model.checks import check_propose, check_rank
 from reference.model.drafter import draft_span_blocks, drafter_rows
@@ -22,6 +23,9 @@ from reference.model.kernels import argmax_rows, softmax_confidence
 from reference.model.model import TinyMtpModel
 from reference.model.paged_kv import RowMeta, pack_sections, padded_table, row_meta, row_sections
 from reference.state import SequenceState
+
+# argmax_batch's refusal codes: what a row holds that the per-row sampler refuses.
+REFUSED_ROWS = {1: "NaN logits", 2: "a +inf logit", 3: "no finite logit"}
 
 
 class BatchedMtpModel(TinyMtpModel):
@@ -85,7 +89,8 @@ class BatchedMtpModel(TinyMtpModel):
 
     def argmax_batch(self, logits: torch.Tensor, n: int, rank: int = 0) -> list[int]:
         """Argmax of rows 0..n-1 of logits [>= n, vocab], ties to the lowest id: one argmax launch and
-        one device-to-host copy. A row with NaN fails the call (the caller samples per row)."""
+        one device-to-host copy. A row the per-row sampler refuses (a NaN, a +inf logit, no finite
+        logit) fails the call, naming the first such row; the caller then samples every row per row."""
         try:
             check_rank(rank)
             if logits.dim() != 2 or logits.shape[1] != self.cfg.vocab_size:
@@ -95,11 +100,17 @@ class BatchedMtpModel(TinyMtpModel):
         except ModelError as e:
             raise e.context("argmax_batch") from None
         rows = logits[:n]  # [n, vocab]
-        # One device-to-host copy carries the tokens and a NaN flag per row: a NaN row has no argmax
-        # the per-row sampler would agree with (it refuses the row), so the call fails as a whole.
-        ids, has_nan = torch.stack([argmax_rows(rows), rows.isnan().any(dim=1).long()]).tolist()
-        if any(has_nan):
-            raise ModelError(f"row {has_nan.index(1)} has NaN logits").context("argmax_batch")
+        # One device-to-host copy carries the tokens and a refusal code per row: a row the per-row
+        # sampler refuses has no argmax it would agree with, so the call fails as a whole.
+        nan = rows.isnan().any(dim=1)  # [n]
+        posinf = rows.isposinf().any(dim=1)
+        no_finite = ~rows.isfinite().any(dim=1)
+        code = torch.where(nan, 1, torch.where(posinf, 2, torch.where(no_finite, 3, 0)))  # [n]
+        ids, codes = torch.stack([argmax_rows(rows), code]).tolist()
+        refused = [j for j, c in enumerate(codes) if c]
+        if refused:
+            j = refused[0]
+            raise ModelError(f"row {j} has {REFUSED_ROWS[codes[j]]}").context("argmax_batch")
         return ids
 
     # Stash -------------------------------------------------------------------------------------
@@ -113,9 +124,7 @@ class BatchedMtpModel(TinyMtpModel):
                 raise ModelError(f"{len(rows)} rows exceed the stash capacity {self.cfg.stash_capacity}")
             for r in rows:
                 if not (isinstance(r, int) and 0 <= r < self.cfg.max_batch_rows):
-                    raise ModelError(
-                        f"hidden row {r!r} out of range (hidden_states has {self.cfg.max_batch_rows})"
-                    )
+                    raise ModelError(f"hidden row {r!r} out of range (hidden_states has {self.cfg.max_batch_rows})")
         except ModelError as e:
             raise e.context("stash_verify_hidden_rows") from None
         if rows:
@@ -185,13 +194,12 @@ class BatchedMtpModel(TinyMtpModel):
         finite = torch.isfinite(hidden).all(dim=1)  # [n]
         if not bool(finite.all()):
             g = finite.tolist().index(False)
-            raise ModelError(f"member {g} (stash row {stash_idx[g]}): drafter input is not finite").context(
-                op
-            )
-        drafts, confs = [], []
+            raise ModelError(f"member {g} (stash row {stash_idx[g]}): drafter input is not finite").context(op)
+        drafts, confs, slots = [], [], [s.slot_idx for s in seqs]
         for i in range(k):
             step_meta = RowMeta(blocks[i], offs[i], tables, base_len + i)
             hidden, logits = drafter_rows(self.nm, cfg, self.weights, self.draft_kv, hidden, tok, step_meta)
+            capture_draft_rows(slots, positions, i, logits)
             tok = argmax_rows(logits)  # [n]
             drafts.append(tok)
             if conf_out is not None:
@@ -232,15 +240,11 @@ class BatchedMtpModel(TinyMtpModel):
         for j in range(1, n):
             if keys[j] < keys[j - 1]:
                 raise ModelError(
-                    f"rows not sorted by SSM slot: row {j} (slot {keys[j]}) after row {j - 1} "
-                    f"(slot {keys[j - 1]})"
+                    f"rows not sorted by SSM slot: row {j} (slot {keys[j]}) after row {j - 1} (slot {keys[j - 1]})"
                 )
         self._check_distinct(
             [s.slot_idx for s in seqs],
-            [
-                (s.block_table[s.seq_len // self.cfg.block_size], s.seq_len % self.cfg.block_size)
-                for s in seqs
-            ],
+            [(s.block_table[s.seq_len // self.cfg.block_size], s.seq_len % self.cfg.block_size) for s in seqs],
         )
 
     def _check_propose_batched(
@@ -258,8 +262,7 @@ class BatchedMtpModel(TinyMtpModel):
             raise ModelError(f"{n} members: expected 1..{cfg.max_batch_rows}")
         if not len(tokens) == len(positions) == len(stash_idx) == n:
             raise ModelError(
-                f"{len(tokens)} tokens, {len(positions)} positions, {len(stash_idx)} stash rows "
-                f"for {n} members"
+                f"{len(tokens)} tokens, {len(positions)} positions, {len(stash_idx)} stash rows for {n} members"
             )
         for g, r in enumerate(stash_idx):
             try:

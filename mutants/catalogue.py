@@ -1,11 +1,18 @@
 """The catalogue of mutants, in a fixed order: gate and dispatch, per-row part of the step, proposes
-and checkpoints, model operations and the propose-error log."""
+and checkpoints, model operations and the propose-error log, and those only a later step reveals."""
 
 from __future__ import annotations
 
 import re
 
-from mutants import catalogue_gate, catalogue_model, catalogue_propose, catalogue_rows
+from mutants import (
+    catalogue_gate,
+    catalogue_generations,
+    catalogue_model,
+    catalogue_propose,
+    catalogue_rows,
+    catalogue_vector,
+)
 from mutants.spec import Mutant
 
 CATALOGUE: tuple[Mutant, ...] = (
@@ -13,7 +20,10 @@ CATALOGUE: tuple[Mutant, ...] = (
     *catalogue_rows.MUTANTS,
     *catalogue_propose.MUTANTS,
     *catalogue_model.MUTANTS,
+    *catalogue_generations.MUTANTS,
 )
+# Mutants of other implementations under test, each run against its own (`Mutant.impl`; `--impl`).
+OTHER_IMPLS: tuple[Mutant, ...] = catalogue_vector.MUTANTS
 
 REQUIRED_IDS: tuple[str, ...] = (*(f"G{i}" for i in range(1, 9)), *(f"B{i}" for i in range(1, 27)))
 ID_PATTERN = re.compile(r"^(G[1-8]|B([1-9]|1[0-9]|2[0-6])|D[1-4])$")
@@ -21,10 +31,15 @@ ID_PATTERN = re.compile(r"^(G[1-8]|B([1-9]|1[0-9]|2[0-6])|D[1-4])$")
 
 def by_id(mid: str) -> Mutant:
     """The mutant named `mid`; KeyError names the known ids when there is none."""
-    for m in CATALOGUE:
+    for m in (*CATALOGUE, *OTHER_IMPLS):
         if m.id == mid:
             return m
-    raise KeyError(f"no mutant {mid!r}; known: {', '.join(m.id for m in CATALOGUE)}")
+    raise KeyError(f"no mutant {mid!r}; known: {', '.join(m.id for m in (*CATALOGUE, *OTHER_IMPLS))}")
+
+
+def for_impl(impl: str) -> list[Mutant]:
+    """The mutants written for implementation `impl` (module:function)."""
+    return [m for m in OTHER_IMPLS if m.impl == impl]
 
 
 def uncovered_ids() -> list[str]:

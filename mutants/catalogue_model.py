@@ -25,11 +25,21 @@ MUTANTS: tuple[Mutant, ...] = (
         MODEL,
         "B7 B9",
         "argmax_batch returns a token for a NaN row instead of failing",
-        (
-            "        if any(has_nan):\n"
-            '            raise ModelError(f"row {has_nan.index(1)} has NaN logits").context("argmax_batch")\n',
-            "",
-        ),
+        ("nan = rows.isnan().any(dim=1)  # [n]", "nan = torch.zeros_like(rows[:, 0], dtype=torch.bool)  # [n]"),
+    ),
+    mutant(
+        "model-argmax-posinf-row",
+        MODEL,
+        "B7 B9",
+        "argmax_batch takes a row with a +inf logit and emits that token, which the per-row sampler refuses",
+        ("posinf = rows.isposinf().any(dim=1)", "posinf = torch.zeros_like(rows[:, 0], dtype=torch.bool)"),
+    ),
+    mutant(
+        "model-argmax-all-masked-row",
+        MODEL,
+        "B7 B9",
+        "argmax_batch counts only an all-NaN row as having no finite logit: a row of -inf emits token 0 (EOS)",
+        ("no_finite = ~rows.isfinite().any(dim=1)", "no_finite = rows.isnan().all(dim=1)"),
     ),
     mutant(
         "model-drafter-length-off-by-one",

@@ -13,26 +13,42 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mutants.apply import ApplyError, prepare
+from mutants.modes import Mode
 from mutants.order import SuiteTest, ordered_nodeids
 from mutants.plugin import ENV_RESULT, ENV_SEED
 from mutants.spec import Mutant
 
 BASELINE = "baseline"
-# Environment that would point the suite at something other than the mutated default implementation.
-DROPPED_ENV = ("MTP_VERIFY_IMPL", "MTP_VERIFY_PROFILE", "MTP_VERIFY_SUMMARY_JSON", "PYTEST_ADDOPTS", ENV_SEED)
+# Environment that would point the suite at something other than the mutated default implementation
+# or the run's mode (the mode is passed as options, and the dtype also as MTP_VERIFY_DTYPE).
+DROPPED_ENV = (
+    "MTP_VERIFY_IMPL",
+    "MTP_VERIFY_PROFILE",
+    "MTP_VERIFY_SUMMARY_JSON",
+    "MTP_VERIFY_DEVICE",
+    "MTP_VERIFY_NUMERICS",
+    "MTP_VERIFY_DTYPE",
+    "MTP_VERIFY_MAX_N",
+    "PYTEST_ADDOPTS",
+    ENV_SEED,
+)
 
 
 @dataclass(slots=True)
 class RunOptions:
     """How each mutant runs: Hypothesis profile, largest mix, a Hypothesis seed in place of the
     profile's derandomized one (to check that a kill does not hang on one example stream), the
-    per-mutant timeout, whether to keep the copies."""
+    per-mutant timeout, whether to keep the copies, the mode (numerics, dtype, device), and whether
+    to go on after the first failing test (every test's verdict, for the measured coverage matrix)."""
 
     profile: str = "mutants"
     max_n: int | None = None
     seed: int | None = None
     timeout_s: float = 300.0
     keep: bool = False
+    mode: Mode = field(default_factory=Mode)
+    keep_going: bool = False
+    impl: str | None = None  # the implementation under test for the baseline and mutants naming none
 
 
 @dataclass(slots=True)
@@ -54,29 +70,48 @@ class Result:
     seconds: float = 0.0
     workdir: str | None = None
     tests: list[dict] = field(default_factory=list)
+    device: str = ""  # where its suite ran (cpu, cuda:i)
 
 
-def pytest_command(nodeids: list[str], opts: RunOptions) -> list[str]:
-    """The pytest command line: the suite in the given order, stop at the first failure, the
-    counting plugin, the run's profile."""
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "mutants.plugin", "-p", "no:cacheprovider"]
-    cmd += ["--hypothesis-profile", opts.profile]
+def pytest_command(
+    nodeids: list[str], opts: RunOptions, device: str | None = None, impl: str | None = None
+) -> list[str]:
+    """The pytest command line: the suite in the given order, stop at the first failure (unless
+    `opts.keep_going`), the counting plugin, the run's profile and mode (`device`, e.g. cuda:1, in
+    place of the mode's device), the implementation under test (`impl`, else the default)."""
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "mutants.plugin", "-p", "no:cacheprovider"]
+    cmd += [] if opts.keep_going else ["-x"]
+    cmd += ["--hypothesis-profile", opts.profile, *opts.mode.pytest_args(device)]
     if opts.max_n is not None:
         cmd += ["--max-n", str(opts.max_n)]
+    if impl is not None:
+        cmd += ["--impl", impl]
     return cmd + nodeids
 
 
-def child_env(project: Path, result_path: Path, seed: int | None = None) -> dict[str, str]:
-    """The environment of a mutant's pytest: the copy first on the import path, one torch thread,
-    the seed (if any) for the counting plugin."""
+def child_env(project: Path, result_path: Path, seed: int | None = None, dtype: str | None = None) -> dict[str, str]:
+    """The environment of a mutant's pytest: the copy first on the import path (`import_path`), one torch (and
+    OpenMP) thread, the seed (if any) for the counting plugin, the dtype (if any) as
+    `MTP_VERIFY_DTYPE`."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     if seed is not None:
         env[ENV_SEED] = str(seed)
-    env["PYTHONPATH"] = str(project)
+    if dtype is not None:
+        env["MTP_VERIFY_DTYPE"] = dtype
+    env["PYTHONPATH"] = import_path(project, env.get("PYTHONPATH", ""))
     env[ENV_RESULT] = str(result_path)
     env.setdefault("MTP_VERIFY_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
+
+
+def import_path(project: Path, inherited: str) -> str:
+    """PYTHONPATH for a mutant's suite: the copy first, then the inherited entries that do not hold
+    a copy of the project themselves (a `batched/step.py`), so that packages installed elsewhere
+    (e.g. a `--target` folder) stay importable and no other copy can shadow the mutated one."""
+    keep = [e for e in inherited.split(os.pathsep) if e and not (Path(e) / "batched" / "step.py").is_file()]
+    return os.pathsep.join([str(project), *keep])
 
 
 def _tail(text: str, lines: int = 15) -> str:
@@ -109,11 +144,15 @@ def read_outcome(res: Result, payload: dict, project: Path) -> None:
         res.examples_total = sum(t["examples"] for t in res.tests)
 
 
-def run_mutant(root: Path, m: Mutant | None, tests: list[SuiteTest], opts: RunOptions) -> Result:
-    """Copy the project, apply `m`, run the suite (tests covering `m.ids` first) and say whether it
-    was killed, by which test, after how many examples and in how long. `m` None is the baseline:
-    the unchanged project, every test in suite order, which must pass."""
+def run_mutant(
+    root: Path, m: Mutant | None, tests: list[SuiteTest], opts: RunOptions, device: str | None = None
+) -> Result:
+    """Copy the project, apply `m`, run the suite (tests covering `m.ids` first) on `device` (the
+    mode's when None) and say whether it was killed, by which test, after how many examples and in
+    how long. `m` None is the baseline: the unchanged project, every test in suite order, which
+    must pass."""
     res = Result(m.id, m.file, list(m.ids), m.description, "error") if m else Result(BASELINE, "", [], "", "error")
+    res.device = device or opts.mode.device
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix=f"mutant-{res.id}-"))
     project, result_path = work / "project", work / "result.json"
@@ -123,12 +162,13 @@ def run_mutant(root: Path, m: Mutant | None, tests: list[SuiteTest], opts: RunOp
         except ApplyError as e:
             res.status, res.reason = "not-applied", str(e)
             return res
-        cmd = pytest_command(ordered_nodeids(tests, m.ids if m else ()), opts)
+        impl = (m.impl if m else None) or opts.impl
+        cmd = pytest_command(ordered_nodeids(tests, m.ids if m else ()), opts, device, impl)
         try:
             proc = subprocess.run(
                 cmd,
                 cwd=project,
-                env=child_env(project, result_path, opts.seed),
+                env=child_env(project, result_path, opts.seed, opts.mode.dtype),
                 capture_output=True,
                 text=True,
                 timeout=opts.timeout_s,

@@ -13,19 +13,35 @@ SUITE_DIR = "properties"
 
 @dataclass(slots=True, frozen=True)
 class SuiteTest:
-    """One test function of the suite: its pytest node id and the behaviour ids it covers."""
+    """One test function of the suite: its pytest node id, the behaviour ids it covers and the
+    property it belongs to (the first argument of its `@covers`, "" without one)."""
 
     nodeid: str
     ids: frozenset[str]
+    prop: str = ""
+
+
+def _covers_calls(fn: ast.FunctionDef) -> list[ast.Call]:
+    return [
+        d
+        for d in fn.decorator_list
+        if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "covers"
+    ]
+
+
+def _strings(args: list[ast.expr]) -> list[str]:
+    return [a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
 
 
 def _covered_ids(fn: ast.FunctionDef) -> frozenset[str]:
     """The behaviour ids named by `fn`'s `@covers(...)` decorators."""
-    ids: set[str] = set()
-    for d in fn.decorator_list:
-        if isinstance(d, ast.Call) and isinstance(d.func, ast.Name) and d.func.id == "covers":
-            ids.update(a.value for a in d.args[1:] if isinstance(a, ast.Constant) and isinstance(a.value, str))
-    return frozenset(ids)
+    return frozenset(i for d in _covers_calls(fn) for i in _strings(d.args[1:]))
+
+
+def _property(fn: ast.FunctionDef) -> str:
+    """The property `fn`'s first `@covers(...)` names, or ""."""
+    names = [n for d in _covers_calls(fn) for n in _strings(d.args[:1])]
+    return names[0] if names else ""
 
 
 def suite_tests(root: Path, suite_dir: str = SUITE_DIR) -> list[SuiteTest]:
@@ -36,7 +52,7 @@ def suite_tests(root: Path, suite_dir: str = SUITE_DIR) -> list[SuiteTest]:
         rel = path.relative_to(root).as_posix()
         for node in tree.body:
             if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-                out.append(SuiteTest(f"{rel}::{node.name}", _covered_ids(node)))
+                out.append(SuiteTest(f"{rel}::{node.name}", _covered_ids(node), _property(node)))
     return out
 
 

@@ -1,11 +1,15 @@
-"""Run the mutation self-check: `python -m mutants.run [--only ID] [--json out.json] [--profile mutants]`.
+"""Run the mutation self-check: `python -m mutants.run [--only ID | --subset] [--json out.json]
+[--numerics exact|fast] [--dtype float64|float32|bfloat16] [--device cpu|cuda] [--jobs N]`.
 
-Every mutant of the catalogue is applied to a fresh copy of a snapshot of the project and the property suite runs
-against it (tests covering the mutant's behaviour ids first, stopping at the first failure). Prints
-one line per mutant, writes the JSON results and regenerates the table in `docs/mutants.md` (for a
-run of the whole catalogue, or wherever `--markdown` says). Exits 1 when any mutant survived, did
-not apply or errored, or a behaviour id has no mutant; 2 when the unchanged suite does not pass (then
-no result means anything, and the table is left alone)."""
+Every mutant of the catalogue (or of the subset) is applied to a fresh copy of a snapshot of the
+project and the property suite runs against it in the run's mode (tests covering the mutant's
+behaviour ids first, stopping at the first failure unless `--keep-going`). Prints one line per
+mutant, writes the JSON results and regenerates the mode's table in `docs/mutants.md` (for a run of
+the whole catalogue or of the subset, or wherever `--markdown` says). With `--device cuda` each
+mutant's suite runs on one GPU (spread over the visible GPUs), one torch thread each. Exits 1 when
+any mutant survived, did not apply or errored, or a behaviour id has no mutant; 2 when the unchanged
+suite does not pass (then no result means anything, and the table is left alone) or no GPU is
+visible for `--device cuda`."""
 
 from __future__ import annotations
 
@@ -17,11 +21,13 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from mutants.apply import ApplyError, copy_project, mutated_source
-from mutants.catalogue import CATALOGUE, by_id, uncovered_ids
+from mutants.catalogue import CATALOGUE, by_id, for_impl, uncovered_ids
 from mutants.execute import Result, RunOptions, run_mutant
+from mutants.modes import DEVICES, DTYPES, NUMERICS, Mode
 from mutants.order import suite_tests
 from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
+from mutants.subset import cover
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"
@@ -31,12 +37,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line (`argv`, or `sys.argv` when None)."""
     p = argparse.ArgumentParser(prog="python -m mutants.run", description=__doc__.splitlines()[0])
     p.add_argument("--only", action="append", metavar="ID", help="run only this mutant (repeatable)")
+    p.add_argument(
+        "--subset", action="store_true", help="a deterministic subset: every behaviour id keeps --per-id mutants"
+    )
+    p.add_argument("--per-id", type=int, default=1, help="mutants kept per behaviour id by --subset (default 1)")
+    p.add_argument("--numerics", default="exact", choices=NUMERICS, help="the suite's numerics (default exact)")
+    p.add_argument("--dtype", default=None, choices=DTYPES, help="the suite's dtype (default: the suite's choice)")
+    p.add_argument("--device", default="cpu", choices=DEVICES, help="cpu, or cuda: every GPU, a mutant on each")
+    p.add_argument(
+        "--keep-going", action="store_true", help="run every test against each mutant (for python -m mutants.matrix)"
+    )
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON here")
     p.add_argument(
         "--markdown",
         type=Path,
         metavar="PATH",
-        help="write the table here (default: docs/mutants.md for a run of the whole catalogue, nowhere for --only)",
+        help="write the table here (default: docs/mutants.md for the whole catalogue or --subset, nowhere for --only)",
     )
     p.add_argument("--profile", default="mutants", help="Hypothesis profile (default: mutants)")
     p.add_argument("--max-n", type=int, default=None, help="largest sequence mix (default: the suite's)")
@@ -45,12 +61,38 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
     p.add_argument("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    p.add_argument(
+        "--impl",
+        default=None,
+        metavar="MODULE:FUNCTION",
+        help="run the baseline against this implementation, and (without --only) the mutants written for it",
+    )
     return p.parse_args(argv)
 
 
-def selected(only: list[str] | None) -> list[Mutant]:
-    """The mutants named by `--only`, in the order given, or the whole catalogue."""
-    return [by_id(i) for i in only] if only else list(CATALOGUE)
+def selected(only: list[str] | None, subset: bool = False, per_id: int = 1, impl: str | None = None) -> list[Mutant]:
+    """The mutants named by `--only`, in the order given, those written for `impl`, the subset
+    (`mutants.subset.cover`), or the whole catalogue."""
+    if only:
+        return [by_id(i) for i in only]
+    if impl is not None:
+        return for_impl(impl)
+    return cover(CATALOGUE, per_id) if subset else list(CATALOGUE)
+
+
+def gpu_count() -> int:
+    """The CUDA devices this process sees."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def devices(mode: Mode, count: int, n_gpus: int) -> list[str]:
+    """Where each of `count` suites runs: the mode's device on the CPU, else cuda:0, cuda:1, ...
+    round-robin over `n_gpus`, so that parallel jobs spread over every GPU."""
+    if mode.device != "cuda":
+        return [mode.device] * count
+    return [f"cuda:{k % max(n_gpus, 1)}" for k in range(count)]
 
 
 def not_applying(root: Path, mutants: list[Mutant]) -> list[Result]:
@@ -73,19 +115,23 @@ def progress_line(r: Result, done: int, total: int) -> str:
     return f"[{done}/{total}] {r.id}: {what} ({r.seconds:.1f} s)"
 
 
-def run_all(root: Path, mutants: list[Mutant], opts: RunOptions, jobs: int) -> tuple[Result, list[Result]]:
+def run_all(
+    root: Path, mutants: list[Mutant], opts: RunOptions, jobs: int, n_gpus: int = 0
+) -> tuple[Result, list[Result]]:
     """The baseline (the unchanged suite at `root`, which must pass) and the mutants' results in
-    catalogue order, run `jobs` at a time. Mutants that do not apply are reported without running;
-    when the baseline fails, the mutants not yet started are not run (their results are errors)."""
+    catalogue order, run `jobs` at a time (on `n_gpus` GPUs for a cuda mode, `devices`). Mutants that
+    do not apply are reported without running; when the baseline fails, the mutants not yet started
+    are not run (their results are errors)."""
     broken = {r.id: r for r in not_applying(root, mutants)}
     runnable = [m for m in mutants if m.id not in broken]
     tests = suite_tests(root)
     results: dict[str, Result] = dict(broken)
     for r in broken.values():
         print(progress_line(r, len(results), len(mutants)), flush=True)
+    where = devices(opts.mode, len(runnable) + 1, n_gpus)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        base_future = pool.submit(run_mutant, root, None, tests, opts)
-        futures = [pool.submit(run_mutant, root, m, tests, opts) for m in runnable]
+        base_future = pool.submit(run_mutant, root, None, tests, opts, where[0])
+        futures = [pool.submit(run_mutant, root, m, tests, opts, d) for m, d in zip(runnable, where[1:], strict=True)]
         for f in as_completed([base_future, *futures]):
             if f.cancelled():
                 continue
@@ -121,22 +167,38 @@ def main(argv: list[str] | None = None) -> int:
     """Run the selected mutants and report; the exit status the module docstring gives."""
     args = parse_args(argv)
     if args.list:
-        for m in CATALOGUE:
+        for m in selected(None, args.subset, args.per_id, args.impl):
             print(f"{m.id:<34} {m.file:<26} {' '.join(m.ids):<12} {m.description}")
         return 0
     missing = uncovered_ids()
     if missing:
         print(f"the catalogue names no mutant for {', '.join(missing)}", file=sys.stderr)
-    mutants = selected(args.only)
-    opts = RunOptions(profile=args.profile, max_n=args.max_n, seed=args.seed, timeout_s=args.timeout, keep=args.keep)
+    mode = Mode(args.numerics, args.dtype, args.device, subset=args.subset and not args.only, impl=args.impl)
+    mutants = selected(args.only, args.subset, args.per_id, args.impl)
+    n_gpus = gpu_count() if mode.device == "cuda" else 0
+    if mode.device == "cuda" and not n_gpus:
+        print("--device cuda: no CUDA device is visible", file=sys.stderr)
+        return 2
+    opts = RunOptions(
+        profile=args.profile,
+        max_n=args.max_n,
+        seed=args.seed,
+        timeout_s=args.timeout,
+        keep=args.keep,
+        mode=mode,
+        keep_going=args.keep_going,
+        impl=args.impl,
+    )
+    print(f"mode {mode.key}: {len(mutants)} mutant(s), {args.jobs} job(s)", flush=True)
     started = time.perf_counter()
     # Every run starts from one snapshot of the project, so that editing the tree while the runner
     # works cannot mix two versions of the suite into one table.
     with tempfile.TemporaryDirectory(prefix="mutants-snapshot-") as tmp:
         snapshot = Path(tmp) / "project"
         copy_project(ROOT, snapshot)
-        baseline, results = run_all(snapshot, mutants, opts, args.jobs)
-    summary = summarize(results, baseline, time.perf_counter() - started, args.profile, args.jobs)
+        baseline, results = run_all(snapshot, mutants, opts, args.jobs, n_gpus)
+    wall = time.perf_counter() - started
+    summary = summarize(results, baseline, wall, args.profile, args.jobs, mode, args.keep_going)
     print(
         f"\n{summary.killed}/{summary.total} killed, {summary.survived} survived, {summary.failed} not applied or "
         f"errored; examples to kill: median {summary.median_examples}, worst {summary.worst_examples} "
@@ -149,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     markdown = args.markdown or (None if args.only else DEFAULT_MARKDOWN)
     if markdown:
-        write_markdown(markdown, summary, results)
+        write_markdown(markdown, summary, results, mode)
     ok = summary.killed == summary.total and not missing
     return 0 if ok else 1
 

@@ -23,9 +23,10 @@ class Mutant:
     edits: tuple[Edit, ...]
     ids: tuple[str, ...]
     description: str
+    impl: str | None = None  # the implementation the suite runs against (module:function); None: the default
 
 
-def mutant(mid: str, file: str, ids: str, description: str, *pairs: tuple[str, str]) -> Mutant:
+def mutant(mid: str, file: str, ids: str, description: str, *pairs: tuple[str, str], impl: str | None = None) -> Mutant:
     """A `Mutant` from its id, file, space-separated behaviour ids, description and
-    (original, replacement) pairs."""
-    return Mutant(mid, file, tuple(Edit(o, r) for o, r in pairs), tuple(ids.split()), description)
+    (original, replacement) pairs; `impl` names the implementation under test when not the default."""
+    return Mutant(mid, file, tuple(Edit(o, r) for o, r in pairs), tuple(ids.split()), description, impl)

@@ -72,6 +72,7 @@ PROPERTY_MODULES = (
     "properties.test_p6_metamorphic",
     "properties.test_p7_logging",
     "properties.test_p8_bad_input",
+    "properties.test_p9_generations",
 )
 
 

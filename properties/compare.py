@@ -1,23 +1,28 @@
-"""Compare the two sides of a run: every observable field of every sequence, the caches,
-checkpoints and drafter state of touched sequences, untouched sequences bit-identical to before.
+"""The comparator (P1): the implementation's world against the reference's, whole.
 
-Exact numerics compare bit for bit; fast numerics compare continuous values within the dtype's
-tolerance (discrete decisions were already reconciled by teacher forcing in the harness, so any
-remaining token difference is a failure). Registered differences D1 and D4 are checked, not skipped:
-where they apply, the implementation must show the documented outcome.
+Compared: every field of every sequence (untouched ones bit-identical to before the step), the
+model's whole persistent state (`properties.world_state`: every KV block owned or not, past
+`seq_len` too, every SSM slot and checkpoint, the drafter's cache), the scheduler context, the
+sampling config, the step's index list and the once-per-process telemetry keys; only the scratch
+buffers are left out. Exact numerics: all of it bit-equal. Fast numerics: continuous values within
+rounding, and the implementation's own numbers and every decision it made on them held to the
+replay oracle (`properties.replay_oracle`); discrete decisions it took otherwise were forced onto
+the reference by the harness only where that oracle explains them. Registered differences D1 and
+D4 are checked, not skipped: where they apply, the implementation must show the documented outcome.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from typing import Any
-
-import torch
 
 from properties.differences import d1_slots, expected_confidences
 from properties.harness import SideBySide
-from properties.numerics import close_tolerance
+from properties.log_checks import expected_once_keys
+from properties.mismatch import Mismatch, short
+from properties.numerics import differing, rounding
+from properties.replay_oracle import replay_mismatches, row_mismatches
+from properties.world_state import Owners, compare_buffers
 from reference.state import ActiveSeq
 
 # Which behaviour ids a differing field points at.
@@ -32,56 +37,27 @@ FIELD_IDS: dict[str, tuple[str, ...]] = {
     "spec": ("B12",),
     "grammar_state": ("B8", "B11"),
     "seq": ("B1", "B2"),
-    "kv": ("B1", "B2"),
-    "ssm": ("B1", "B2"),
-    "ckpt": ("B23", "D1"),
-    "draft_kv": ("B16", "B17", "B22", "B26"),
 }
+# Fields the replay oracle holds in fast numerics (values from the implementation's own rows).
+REPLAYED = ("output_logprobs", "pending_draft_conf")
 
 
-@dataclass(slots=True)
-class Mismatch:
-    seq_id: int | None
-    field: str
-    ref: str
-    impl: str
-    ids: tuple[str, ...] = ()
-
-
-def _short(v: Any, limit: int = 160) -> str:
-    if isinstance(v, torch.Tensor):
-        flat = v.detach().flatten()
-        text = f"tensor{tuple(v.shape)} {v.dtype} {flat[:6].tolist()}"
-    else:
-        text = repr(v)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def values_equal(a: Any, b: Any, rtol: float, atol: float) -> bool:
-    """Bit equality when rtol = atol = 0 (NaN equal to NaN), closeness otherwise."""
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-            return False
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if rtol == 0 and atol == 0:
-            return torch.equal(a, b) or bool(
-                torch.equal(a.isnan(), b.isnan())
-                and torch.equal(torch.nan_to_num(a, nan=0.0), torch.nan_to_num(b, nan=0.0))
-            )
-        return torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol, equal_nan=True)
-    if isinstance(a, float) and isinstance(b, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b if rtol == atol == 0 else math.isclose(a, b, rel_tol=rtol, abs_tol=atol)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+def values_equal(a: Any, b: Any) -> bool:
+    """Bit equality of values, tensors and containers of them (NaN equal to NaN)."""
+    if hasattr(a, "shape") or hasattr(b, "shape"):
         return (
-            type(a) is type(b)
-            and len(a) == len(b)
-            and all(values_equal(x, y, rtol, atol) for x, y in zip(a, b, strict=True))
+            hasattr(a, "shape")
+            and hasattr(b, "shape")
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and not bool(differing(a, b.to(a.device), 0.0).any())
         )
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
     if hasattr(a, "__dataclass_fields__") and type(a) is type(b):
-        return all(values_equal(getattr(a, f.name), getattr(b, f.name), rtol, atol) for f in fields(a))
+        return all(values_equal(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
     return a == b
 
 
@@ -94,27 +70,98 @@ def seq_fields(a: ActiveSeq) -> dict[str, Any]:
     return out
 
 
-def _field_group(key: str) -> str:
-    for prefix in ("draft_kv", "ckpt", "kv", "ssm"):
-        if key.startswith(prefix):
-            return prefix
-    return key
+def shape_of(key: str, v: Any) -> Any:
+    """What of a replayed field is compared with the reference in fast numerics: which entries are
+    there (None or not), not their values."""
+    if key == "output_logprobs":
+        return [None if x is None else (x.token, tuple(i for i, _ in x.top)) for x in v]
+    return len(v)
 
 
-def compare_model_state(sbs: SideBySide, slot: int, seq_id: int, d1: bool, rtol: float, atol: float) -> list[Mismatch]:
-    """The caches, checkpoint and drafter state of one sequence on both sides."""
-    ref_seq = next(a.seq for a in sbs.ref.world.active if a.seq.slot_idx == slot)
-    impl_seq = next(a.seq for a in sbs.impl.world.active if a.seq.slot_idx == slot)
-    r = sbs.ref.world.model.snapshot(ref_seq)
-    m = sbs.impl.world.model.snapshot(impl_seq)
+def check_equivalence(sbs: SideBySide, registered: tuple[str, ...] = ("D1", "D4")) -> list[Mismatch]:
+    """Every difference between the two sides that is not a registered one. `registered` names the
+    differences applied here (D2 is applied by fault translation, D3 by the log check); leaving
+    one out shows the raw difference it explains."""
     out: list[Mismatch] = []
-    for key in sorted(set(r) | set(m)):
-        if d1 and key.startswith("ckpt"):
-            continue  # D1: checked below against the implementation's own state
-        if not values_equal(r.get(key), m.get(key), rtol, atol):
-            out.append(Mismatch(seq_id, key, _short(r.get(key)), _short(m.get(key)), FIELD_IDS[_field_group(key)]))
-    if d1:
-        out += check_fresh_checkpoint(m, impl_seq.seq_len, seq_id)
+    for name, side in (("reference", sbs.ref), ("implementation", sbs.impl)):
+        if side.error is not None:
+            out.append(Mismatch(None, f"{name} raised", "", f"{type(side.error).__name__}: {side.error}"))
+    if out:
+        return out
+    ref_ids = [a.seq_id for a in sbs.ref.world.active]
+    impl_ids = [a.seq_id for a in sbs.impl.world.active]
+    if ref_ids != impl_ids:
+        return [Mismatch(None, "active order", str(ref_ids), str(impl_ids), ("B1",))]
+
+    fast = sbs.spec.model.numerics != "exact"
+    out += context_mismatches(sbs)
+    touched = {sbs.before.active[i].seq_id for i in sbs.before.idxs}
+    conf = expected_confidences(sbs) if "D4" in registered else None
+    for b, r, m in zip(sbs.before.active, sbs.ref.world.active, sbs.impl.world.active, strict=True):
+        if b.seq_id not in touched:
+            out += compare_untouched(b, m)
+            continue
+        rf, mf = seq_fields(r), seq_fields(m)
+        if conf is not None:
+            rf["pending_draft_conf"] = conf.get(b.seq.slot_idx, [])  # D4
+        for key in rf:
+            want, got = (
+                (shape_of(key, rf[key]), shape_of(key, mf[key])) if fast and key in REPLAYED else (rf[key], mf[key])
+            )
+            if not values_equal(want, got):
+                out.append(Mismatch(b.seq_id, key, short(rf[key]), short(mf[key]), FIELD_IDS.get(key, ())))
+    out += model_mismatches(sbs, "D1" in registered)
+    out += row_mismatches(sbs)
+    if fast:
+        out += replay_mismatches(sbs)
+        out += [
+            Mismatch(None, "decision the replay oracle cannot explain", "", why, ("B8",)) for why in sbs.unexplained
+        ]
+    return out
+
+
+def model_mismatches(sbs: SideBySide, d1_registered: bool) -> list[Mismatch]:
+    """The model's whole persistent state (see `properties.world_state`), with D1 applied: where the
+    loop skipped a checkpoint that the implementation took, that checkpoint is held to D1 instead."""
+    before = sbs.before
+    rtol = rounding(sbs.spec.model.dtype, sbs.spec.model.numerics == "exact")
+    d1 = d1_slots(sbs) if d1_registered else set()
+    seq_by_slot = {a.seq.slot_idx: a for a in sbs.impl.world.active}
+    skip = set()
+    for slot in d1:
+        skip.add(("ckpt_pos", slot))
+        if seq_by_slot[slot].seq.ssm_slot is not None:
+            skip.add(("ssm.ckpt", seq_by_slot[slot].seq.ssm_slot))
+    owners = Owners(before.active, before.model.cfg.block_size)
+    seq_of_slot = {a.seq.slot_idx: a.seq_id for a in before.active}
+    out = [
+        Mismatch(seq_of_slot.get(d.slot) if d.slot is not None else None, d.where, d.ref, d.impl, d.ids)
+        for d in compare_buffers(before.model, sbs.ref.world.model, sbs.impl.world.model, owners, rtol, frozenset(skip))
+    ]
+    for slot in sorted(d1):
+        a = seq_by_slot[slot]
+        out += check_fresh_checkpoint(sbs.impl.world.model.snapshot(a.seq), a.seq.seq_len, a.seq_id)
+    return out
+
+
+def context_mismatches(sbs: SideBySide) -> list[Mismatch]:
+    """The step's other inputs are left as they were (levers, watchdog, adaptive-speculation
+    settings, sampling config, the index list), and it marked exactly the once-per-process keys the
+    seed marks (B24)."""
+    before, impl = sbs.before, sbs.impl.world
+    out: list[Mismatch] = []
+    for what, want, got in (
+        ("levers", before.sched.levers, impl.sched.levers),
+        ("watchdog", before.sched.watchdog, impl.sched.watchdog),
+        ("spec_backoff_steps", before.sched.spec_backoff_steps, impl.sched.spec_backoff_steps),
+        ("sampling config", before.verify_ctx, impl.verify_ctx),
+        ("bootstrap indices", before.idxs, impl.idxs),
+    ):
+        if not values_equal(want, got):
+            out.append(Mismatch(None, f"{what} (an input the step must not change)", short(want), short(got), ("B1",)))
+    want_keys, got_keys = expected_once_keys(sbs), set(impl.sched.telemetry.seen)
+    if got_keys != want_keys:
+        out.append(Mismatch(None, "telemetry once-keys", str(sorted(want_keys)), str(sorted(got_keys)), ("B24",)))
     return out
 
 
@@ -128,65 +175,23 @@ def check_fresh_checkpoint(snap: dict[str, Any], seq_len: int, seq_id: int) -> l
                 seq_id,
                 "ckpt_pos (D1)",
                 f"{seq_len} (a checkpoint at the current length)",
-                _short(snap.get("ckpt_pos")),
+                short(snap.get("ckpt_pos")),
                 ("D1", "B23"),
             )
         )
-    if "ssm_state" in snap and not values_equal(snap.get("ckpt_state"), snap["ssm_state"], 0.0, 0.0):
+    if "ssm_state" in snap and not values_equal(snap.get("ckpt_state"), snap["ssm_state"]):
         out.append(
-            Mismatch(seq_id, "ckpt_state (D1)", "the current SSM state", _short(snap.get("ckpt_state")), ("D1", "B23"))
+            Mismatch(seq_id, "ckpt_state (D1)", "the current SSM state", short(snap.get("ckpt_state")), ("D1", "B23"))
         )
     return out
 
 
-def compare(sbs: SideBySide, registered: tuple[str, ...] = ("D1", "D4")) -> list[Mismatch]:
-    """Every difference between the two sides that is not a registered one. `registered` names the
-    differences applied here (D2 is applied by fault translation, D3 by the log check); leaving
-    one out shows the raw difference it explains."""
-    exact = sbs.spec.model.numerics == "exact"
-    rtol, atol = close_tolerance(sbs.spec.model.dtype, exact)
-    out: list[Mismatch] = []
-    for name, side in (("reference", sbs.ref), ("implementation", sbs.impl)):
-        if side.error is not None:
-            out.append(Mismatch(None, f"{name} raised", "", f"{type(side.error).__name__}: {side.error}"))
-    if out:
-        return out
-    ref_ids = [a.seq_id for a in sbs.ref.world.active]
-    impl_ids = [a.seq_id for a in sbs.impl.world.active]
-    if ref_ids != impl_ids:
-        return [Mismatch(None, "active order", str(ref_ids), str(impl_ids), ("B1",))]
-
-    touched = {sbs.before.active[i].seq_id for i in sbs.before.idxs}
-    d1 = d1_slots(sbs) if "D1" in registered else set()
-    conf = expected_confidences(sbs) if "D4" in registered else None
-    for b, r, m in zip(sbs.before.active, sbs.ref.world.active, sbs.impl.world.active, strict=True):
-        if b.seq_id not in touched:
-            out += compare_untouched(sbs.before.model, sbs.impl.world.model, b, m)
-            continue
-        rf, mf = seq_fields(r), seq_fields(m)
-        if conf is not None:
-            rf["pending_draft_conf"] = conf.get(b.seq.slot_idx, [])  # D4
-        for key in rf:
-            if not values_equal(rf[key], mf[key], rtol, atol):
-                out.append(Mismatch(b.seq_id, key, _short(rf[key]), _short(mf[key]), FIELD_IDS.get(key, ())))
-        out += compare_model_state(sbs, b.seq.slot_idx, b.seq_id, b.seq.slot_idx in d1, rtol, atol)
-    return out
-
-
-def compare_untouched(model_before: Any, model_after: Any, before: ActiveSeq, after: ActiveSeq) -> list[Mismatch]:
-    """A sequence outside `idxs` must be bit-identical to before the step, caches included."""
+def compare_untouched(before: ActiveSeq, after: ActiveSeq) -> list[Mismatch]:
+    """A sequence outside `idxs` keeps every field bit for bit (its caches are part of the
+    whole-world comparison)."""
     out = []
     bf, af = seq_fields(before), seq_fields(after)
     for key in bf:
-        if not values_equal(bf[key], af[key], 0.0, 0.0):
-            out.append(Mismatch(before.seq_id, f"{key} (not bootstrapped)", _short(bf[key]), _short(af[key]), ("B1",)))
-    snap_b = model_before.snapshot(before.seq)
-    snap_a = model_after.snapshot(after.seq)
-    for key in snap_b:
-        if not values_equal(snap_b[key], snap_a.get(key), 0.0, 0.0):
-            out.append(
-                Mismatch(
-                    before.seq_id, f"{key} (not bootstrapped)", _short(snap_b[key]), _short(snap_a.get(key)), ("B1",)
-                )
-            )
+        if not values_equal(bf[key], af[key]):
+            out.append(Mismatch(before.seq_id, f"{key} (not bootstrapped)", short(bf[key]), short(af[key]), ("B1",)))
     return out

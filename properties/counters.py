@@ -13,6 +13,7 @@ from typing import Any
 
 current_test = "outside pytest"
 runs: Counter[str] = Counter()
+decisions: Counter[str] = Counter()
 near_ties: Counter[str] = Counter()
 largest_near_tie: dict[str, float] = {}
 examples: Counter[str] = Counter()
@@ -25,9 +26,11 @@ targets: dict[str, dict[str, float]] = {}
 NOT_EXAMPLE_PHASES = ("shrink", "explain")
 
 
-def count_run(n_near_ties: int, margins: list[float]) -> None:
-    """Count one side-by-side run of the current test and the near-ties it forced."""
+def count_run(n_near_ties: int, margins: list[float], n_decisions: int = 0) -> None:
+    """Count one side-by-side run of the current test, the decisions its reference made and those
+    forced onto it (near-ties, with their reference margins)."""
     runs[current_test] += 1
+    decisions[current_test] += n_decisions
     near_ties[current_test] += n_near_ties
     if margins:
         largest_near_tie[current_test] = max(largest_near_tie.get(current_test, 0.0), *margins)
@@ -61,6 +64,7 @@ def snapshot(test: str) -> dict[str, Any]:
     return {
         "examples": examples[test],
         "runs": runs[test],
+        "decisions": decisions[test],
         "near_ties": near_ties[test],
         "largest_near_tie": largest_near_tie.get(test),
         "shrink_steps": shrink_steps[test],

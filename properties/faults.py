@@ -19,10 +19,15 @@ from reference.state import SequenceState
 
 INJECTED = "injected fault"
 
+# Logits rows the per-row sampler refuses: all NaN; a +inf logit (on the row's least likely token,
+# so a path that takes it emits another token); -inf everywhere; finite only where the row's own
+# masks (EOS while held, banned ids, the grammar) exclude every token (-inf everywhere without masks).
+BAD_ROWS = ("nan_row", "posinf_row", "neginf_row", "masked_row")
+
 # Operation -> the alternate results it can be made to return besides an error.
 ALTERNATES: dict[str, tuple[str, ...]] = {
-    "decode": ("nan_row",),
-    "decode_batch": ("nan_row",),
+    "decode": BAD_ROWS,
+    "decode_batch": BAD_ROWS,
     "argmax_batch": (),
     "stash_verify_hidden_rows": (),
     "save_hidden_for_mtp": (),
@@ -42,6 +47,7 @@ BATCHED_STEP_OPS = (
     "run_mtp_propose_batched",
     "run_mtp_propose_multi",
     "start_checkpoint_async",
+    "argmax_on_device",
 )
 # Operations the batched step calls at most once: a fault on a later call would never fire.
 ONCE_PER_STEP = frozenset({"decode_batch", "argmax_batch", "stash_verify_hidden_rows"})
@@ -62,6 +68,22 @@ class Call:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def bad_row(row: torch.Tensor, kind: str, masked: torch.Tensor | None) -> torch.Tensor:
+    """A copy of the logits row [V] made into the bad row `kind` names (see `BAD_ROWS`); `masked`
+    (bool [V], True = a token the row's masks exclude) shapes a `masked_row`."""
+    out = row.detach().clone()
+    if kind == "nan_row":
+        return out.fill_(float("nan"))
+    if kind == "posinf_row":
+        out[int(torch.argmin(out.double()))] = float("inf")
+        return out
+    if kind == "neginf_row" or masked is None or not bool(masked.any()):
+        return out.fill_(float("-inf"))
+    if kind == "masked_row":
+        return out.masked_fill(~masked.to(out.device), float("-inf"))
+    raise ValueError(f"bad row kind {kind!r}: expected one of {', '.join(BAD_ROWS)}")
+
+
 @dataclass(slots=True)
 class SeqFault:
     """A fault addressed to one sequence's per-sequence call (the reference side of a translation)."""
@@ -73,7 +95,12 @@ class SeqFault:
 
 class FaultyModel:
     """Wraps a model: forwards everything, records the operations in `RECORDED`, and injects the
-    faults of `plan` (by call index) and `seq_faults` (by sequence, first matching call)."""
+    faults of `plan` (by call index) and `seq_faults` (by sequence, first matching call).
+
+    It also keeps the numbers the step decides on: the logits row each decode returned, by sequence
+    slot (`rows`, after any injected bad row; a copy, so later in-place edits by the step do not
+    change it), and the processed row of each `argmax_on_device` call (in `Call.detail["row"]`).
+    `masked` gives, by slot, the tokens a sequence's masks exclude (for `masked_row` faults)."""
 
     def __init__(
         self,
@@ -81,15 +108,19 @@ class FaultyModel:
         plan: tuple[FaultSpec, ...] = (),
         seq_faults: list[SeqFault] | None = None,
         capture_conf: bool = False,
+        masked: dict[int, torch.Tensor] | None = None,
     ) -> None:
         self._model = model
         self._plan = plan
         self._seq_faults = list(seq_faults or [])
         self._counts: dict[str, int] = {}
         self._last_batch_slots: tuple[int, ...] = ()
+        self._last_decode_slot = -1  # the per-sequence loop samples the sequence it decoded last
         self._capture_conf = capture_conf
+        self._masked = masked or {}
         self.calls: list[Call] = []
         self.conf_by_slot: dict[int, list[float]] = {}
+        self.rows: dict[int, torch.Tensor] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
@@ -119,15 +150,17 @@ class FaultyModel:
 
     # -- recorded operations ----------------------------------------------------------------
     def decode(self, token: int, seq: SequenceState, rank: int = 0) -> torch.Tensor:
-        call = Call("decode", (seq.slot_idx,))
+        call = Call("decode", (seq.slot_idx,), detail={"token": token})
+        self._last_decode_slot = seq.slot_idx
         f = self._planned("decode")
         kind = f.kind if f else (sf.kind if (sf := self._seq_fault("decode", seq.slot_idx)) else None)
         if kind == "err":
             self._fail(call, "err")
         out = self._run(call, lambda: self._model.decode(token, seq, rank))
-        if kind == "nan_row":
-            call.outcome, call.injected = "nan_row", True
-            out = torch.full_like(out, float("nan"))
+        if kind in BAD_ROWS:
+            call.outcome, call.injected = kind, True
+            out = bad_row(out, kind, self._masked.get(seq.slot_idx))
+        self.rows[seq.slot_idx] = out.detach().clone()
         return out
 
     def decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int = 0) -> torch.Tensor:
@@ -138,15 +171,19 @@ class FaultyModel:
         if f and f.kind == "err":
             self._fail(call, "err")
         out = self._run(call, lambda: self._model.decode_batch(tokens, seqs, rank))
-        if f and f.kind == "nan_row":
+        if f and f.kind in BAD_ROWS:
             row = (f.row or 0) % len(seqs)
-            call.outcome, call.injected, call.detail["row"] = "nan_row", True, row
+            call.outcome, call.injected, call.detail["row"] = f.kind, True, row
             out = out.clone()
-            out[row] = float("nan")
+            out[row] = bad_row(out[row], f.kind, self._masked.get(slots[row]))
+        kept = out.detach().clone()
+        self.rows.update({slot: kept[j] for j, slot in enumerate(slots)})
+        call.detail["logits"] = out
         return out
 
     def argmax_batch(self, logits: torch.Tensor, n: int, rank: int = 0) -> list[int]:
-        call = Call("argmax_batch", self._last_batch_slots)
+        decoded = next((c.detail.get("logits") for c in reversed(self.calls) if c.op == "decode_batch"), None)
+        call = Call("argmax_batch", self._last_batch_slots, detail={"n": n, "rank": rank, "logits": logits is decoded})
         if (f := self._planned("argmax_batch")) and f.kind == "err":
             self._fail(call, "err")
         return self._run(call, lambda: self._model.argmax_batch(logits, n, rank))
@@ -242,8 +279,12 @@ class FaultyModel:
         return self._run(call, lambda: self._model.start_checkpoint_async(seq))
 
     def argmax_on_device(self, row: torch.Tensor) -> int:
-        call = Call("argmax_on_device", ())
-        if (f := self._planned("argmax_on_device")) and f.kind == "err":
+        """The per-row fast-greedy scan. Its call names no sequence: for the per-sequence loop it is
+        the one decoded last; for the batched step the translation maps it (`properties.translate`)."""
+        slot = self._last_decode_slot
+        call = Call("argmax_on_device", (slot,) if slot >= 0 else (), detail={"row": row.detach().clone()})
+        f = self._planned("argmax_on_device")
+        if (f and f.kind == "err") or (slot >= 0 and self._seq_fault("argmax_on_device", slot)):
             self._fail(call, "err")
         return self._run(call, lambda: self._model.argmax_on_device(row))
 

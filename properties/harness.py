@@ -1,44 +1,53 @@
 """Run the reference step and the implementation under test side by side on identical worlds.
 
-The implementation runs first, with the spec's fault plan injected and every model call and log
-record captured. Its call outcomes are translated into per-sequence faults for the reference
-(`properties.translate`), which then runs on a fresh copy of the same world with its decisions
-recorded. In fast numerics, a decision the two sides took differently is forced onto the reference
-(teacher forcing) when the reference's margin there is within the dtype's tolerance, and the
-reference re-runs; a difference outside the tolerance is left for the comparator to report.
+The implementation runs first, with the spec's fault plan injected, every model call and log record
+captured, and the numbers it decided on kept (its logits rows and drafter rows). Its call outcomes
+are translated into per-sequence faults for the reference (`properties.translate`), which then runs
+on a fresh copy of the same world with its decisions recorded. The translation trusts only calls
+that match the plan the reference's outcome implies (`properties.call_plan`), so the two are settled
+together: the reference re-runs until the translated faults no longer change. In fast numerics, a
+decision the implementation took otherwise is forced onto the reference when the replay oracle
+explains it by rounding (`properties.replay_oracle`), and the reference re-runs again.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
+
 from properties import counters
+from properties.call_plan import Plan, expected_plan
 from properties.faults import FaultyModel
 from properties.impl import load
-from properties.numerics import margin_tolerance
+from properties.replay_oracle import ForcedDecision, Replay, next_forced
 from properties.specs import WorldSpec
 from properties.translate import Envelope, Translation, translate
 from properties.world import World, build_world
+from reference.capture import DraftRows
 from reference.decisions import Decision, DecisionKey, DecisionLog
+from reference.eos_hold import eos_mask_ids
+from reference.penalties import PositionKind, penalty_params_for
 from reference.step import step_mtp_bootstrap_per_seq
 from reference.telemetry import LogCapture, LogRecord
 
-MAX_FORCING_ROUNDS = 16
-CUT_KINDS = ("topk", "topp")
+MAX_ROUNDS = 16
 
 
 @dataclass(slots=True)
 class Side:
-    """One side after its run: the world, the recording model, the logs, and any exception that
-    escaped the step."""
+    """One side after its run: the world, the recording model, the logs, any exception that escaped
+    the step, the decisions recorded (reference) and the drafter rows each draft was decided on."""
 
     world: World
     model: FaultyModel
     logs: list[LogRecord]
     error: BaseException | None = None
     decisions: list[Decision] = field(default_factory=list)
+    draft_rows: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -48,23 +57,23 @@ class SideBySide:
     ref: Side
     impl: Side
     translation: Translation
+    plan: Plan = field(default_factory=Plan)
     forced: dict[DecisionKey, int] = field(default_factory=dict)
-    near_ties: list[Decision] = field(default_factory=list)  # forced decisions and their margins
+    forced_decisions: list[ForcedDecision] = field(default_factory=list)
+    unexplained: list[str] = field(default_factory=list)  # divergences the replay oracle could not explain
+    replays: dict[int, Replay] = field(default_factory=dict)  # by slot: the reference semantics on its rows
+    rounds: int = 1  # reference runs
 
 
 def run_step(world: World, model: Any, step: Callable[..., Any], decisions: DecisionLog | None = None) -> Side:
-    """Run `step` on `world` through `model`, capturing logs and an escaping exception."""
+    """Run `step` on `world` through `model`, capturing logs, drafter rows and an escaping exception."""
     error: BaseException | None = None
-    with LogCapture() as cap:
+    with LogCapture() as cap, DraftRows() as drafts, decisions or contextlib.nullcontext():
         try:
-            if decisions is None:
-                step(model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
-            else:
-                with decisions:
-                    step(model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
+            step(model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
         except Exception as e:  # reported by the comparator, with the example
             error = e
-    return Side(world, model, cap.records, error, decisions.records if decisions else [])
+    return Side(world, model, cap.records, error, decisions.records if decisions else [], drafts.rows)
 
 
 def envelope(before: World) -> Envelope:
@@ -79,11 +88,46 @@ def envelope(before: World) -> Envelope:
     )
 
 
-def run_reference(base: World, tr: Translation, forced: dict[DecisionKey, int]) -> Side:
+def masked_tokens(world: World, faults: list[Any]) -> dict[int, torch.Tensor]:
+    """By slot, the tokens each sequence's masks exclude before the step (EOS while held, banned
+    ids, what its grammar disallows): what a `masked_row` fault keeps finite. Empty unless one of
+    `faults` (fault specs or per-sequence faults) is such a fault."""
+    out: dict[int, torch.Tensor] = {}
+    if not any(f.kind == "masked_row" for f in faults):
+        return out
+    for a in world.active:
+        vocab = world.model.cfg.vocab_size
+        m = torch.zeros(vocab, dtype=torch.bool)
+        m[list(eos_mask_ids(a, len(a.output_tokens)))] = True
+        m[list(penalty_params_for(a, PositionKind.VERIFY, world.sched.watchdog.min_reasoning_floor).banned_ids)] = True
+        if a.grammar_state is not None:
+            m |= ~a.grammar_state.allowed_mask()
+        out[a.seq.slot_idx] = m
+    return out
+
+
+def run_reference(
+    base: World, tr: Translation, forced: dict[DecisionKey, int], masked: dict[int, torch.Tensor] | None = None
+) -> Side:
+    """The per-sequence loop on a fresh copy of `base`, with the translated faults and the forced
+    decisions; decisions are recorded with their scores."""
     world = base.clone()
     world.model.poison_scratch()
-    model = FaultyModel(world.model, (), list(tr.seq_faults), capture_conf=True)
-    return run_step(world, model, step_mtp_bootstrap_per_seq, DecisionLog(forced=dict(forced)))
+    model = FaultyModel(world.model, (), list(tr.seq_faults), capture_conf=True, masked=masked)
+    return run_step(world, model, step_mtp_bootstrap_per_seq, DecisionLog(forced=dict(forced), keep_scores=True))
+
+
+def plan_of(sbs: SideBySide) -> Plan:
+    """The plan the reference's current outcome implies."""
+    before, ref = sbs.before, sbs.ref
+    return expected_plan(
+        before.active,
+        before.idxs,
+        ref.world.active,
+        ref.model.calls,
+        sbs.spec.step,
+        before.model.mtp_propose_batch_max(),
+    )
 
 
 def run_side_by_side(spec: WorldSpec, impl: Callable[..., Any] | None = None) -> SideBySide:
@@ -91,74 +135,37 @@ def run_side_by_side(spec: WorldSpec, impl: Callable[..., Any] | None = None) ->
     step = impl or load()
     base = build_world(spec)
     before = base.clone()
+    masked = masked_tokens(before, list(spec.faults))
 
     impl_world = base.clone()
     impl_world.model.poison_scratch()
-    impl_side = run_step(impl_world, FaultyModel(impl_world.model, spec.faults), step)
+    impl_side = run_step(impl_world, FaultyModel(impl_world.model, spec.faults, masked=masked), step)
 
-    tr = translate(impl_side.model.calls, envelope(before))
-    forced: dict[DecisionKey, int] = {}
-    ref_side = run_reference(base, tr, forced)
-    out = SideBySide(spec, before, ref_side, impl_side, tr, forced)
-    if spec.model.numerics != "exact":
-        force_near_ties(out, base)
-    counters.count_run(len(out.near_ties), [d.margin for d in out.near_ties])
+    env = envelope(before)
+    calls = impl_side.model.calls
+    tr = translate(calls, env)
+    out = SideBySide(spec, before, run_reference(base, tr, {}, masked), impl_side, tr)
+    fast = spec.model.numerics != "exact"
+    for _ in range(MAX_ROUNDS):
+        out.plan = plan_of(out)
+        settled = translate(calls, env, out.plan, impl_side.model.rows)
+        if settled.seq_faults != out.translation.seq_faults:
+            out.translation = settled
+        else:
+            out.translation = settled
+            new, refused = next_forced(out) if fast else ([], [])
+            out.unexplained = refused
+            if not new:
+                break
+            for f in new:
+                out.forced[f.key] = f.impl_choice
+            out.forced_decisions += new
+        out.ref = run_reference(base, out.translation, out.forced, masked)
+        out.rounds += 1
+    counters.count_run(len(out.forced_decisions), [f.ref_margin for f in out.forced_decisions], decisions(out))
     return out
 
 
-def force_near_ties(out: SideBySide, base: World) -> None:
-    """Teacher forcing: re-run the reference with the implementation's choice at each divergent
-    near-tie until no new one appears."""
-    spec, tr, forced = out.spec, out.translation, out.forced
-
-    tol = margin_tolerance(spec.model.dtype)
-    for _ in range(MAX_FORCING_ROUNDS):
-        new = divergent_near_ties(out, tol)
-        if not new:
-            break
-        for d, choice in new:
-            forced[d.key] = choice
-            out.near_ties.append(d)
-        out.ref = run_reference(base, tr, forced)
-
-
-def impl_choices(sbs: SideBySide) -> dict[DecisionKey, int]:
-    """The implementation's token and draft choices this step, keyed as the reference records them."""
-    choices: dict[DecisionKey, int] = {}
-    for b, a in zip(sbs.before.active, sbs.impl.world.active, strict=True):
-        if b.seq_id not in (sbs.before.active[i].seq_id for i in sbs.before.idxs):
-            continue
-        n_before = len(b.output_tokens)
-        if len(a.output_tokens) > n_before:
-            choices[DecisionKey(a.seq_id, n_before, "token")] = a.output_tokens[n_before]
-        for i, d in enumerate(a.pending_drafts):
-            choices[DecisionKey(a.seq.slot_idx, a.seq.seq_len, "draft", i)] = d
-    return choices
-
-
-def divergent_near_ties(sbs: SideBySide, tol: Callable[[Decision], float]) -> list[tuple[Decision, int]]:
-    """The first reference decision per sequence (its token, then its drafts in order) that the
-    implementation took otherwise, when it was a near-tie (its margin, or the margin of a
-    top-k/top-p cut at the same position, within tolerance). Everything later in that sequence
-    depends on it, so it waits for the next round."""
-    choices = impl_choices(sbs)
-    slot_of_seq = {a.seq_id: a.seq.slot_idx for a in sbs.before.active}
-    cut_margin: dict[tuple[int, int], float] = {}
-    for d in sbs.ref.decisions:
-        if d.key.kind in CUT_KINDS:
-            k = (d.key.seq_id, d.key.position)
-            cut_margin[k] = min(cut_margin.get(k, float("inf")), d.margin)
-    out: list[tuple[Decision, int]] = []
-    settled: set[int] = set()  # slots whose first divergence was found
-    for d in sbs.ref.decisions:
-        if d.key.kind in CUT_KINDS or d.forced:
-            continue
-        slot = d.key.seq_id if d.key.kind == "draft" else slot_of_seq[d.key.seq_id]
-        choice = choices.get(d.key)
-        if choice is None or choice == d.chosen or slot in settled:
-            continue
-        settled.add(slot)
-        margin = min(d.margin, cut_margin.get((d.key.seq_id, d.key.position), float("inf")))
-        if margin <= tol(d):
-            out.append((d, choice))
-    return out
+def decisions(sbs: SideBySide) -> int:
+    """Token and draft decisions the reference made (cuts excluded)."""
+    return sum(1 for d in sbs.ref.decisions if d.key.kind in ("token", "draft"))

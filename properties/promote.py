@@ -18,9 +18,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from properties.checks import check_calls, check_equivalence, check_logs
-from properties.compare import Mismatch
+from properties.call_checks import check_calls
+from properties.compare import check_equivalence
 from properties.harness import SideBySide, run_side_by_side
+from properties.log_checks import check_logs
+from properties.mismatch import Mismatch
 from properties.specs import WorldSpec
 
 REGRESSIONS = Path(__file__).resolve().parent / "regressions"

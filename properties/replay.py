@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from properties import impl as impl_module
-from properties.compare import compare
+from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
 from properties.report import format_report
 from properties.specs import WorldSpec
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cannot read replay spec {args.spec}: {e}", file=sys.stderr)
         return 2
     sbs = run_side_by_side(spec)
-    mismatches = compare(sbs)
+    mismatches = check_equivalence(sbs)
     if not mismatches:
         print("replay: no difference")
         return 0

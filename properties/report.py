@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 from properties.behaviours import ALL_IDS
-from properties.compare import Mismatch
 from properties.harness import SideBySide
 from properties.impl import DEFAULT_IMPL, current_name
+from properties.mismatch import Mismatch
 from properties.specs import WorldSpec, compact
 
 REPLAY_DIR = Path(
@@ -38,9 +38,10 @@ def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> st
     path = save_replay(sbs.spec)
     lines = [f"{title}: {len(mismatches)} difference(s)", "", "mix (non-default fields; * = bootstrapped):"]
     lines += ["  " + line for line in compact(sbs.spec).splitlines()]
-    if sbs.translation.notes or sbs.translation.differences:
+    notes = sbs.translation.notes + sbs.translation.untrusted
+    if notes:
         lines.append("")
-        lines += [f"  note: {n}" for n in sbs.translation.notes]
+        lines += [f"  note: {n}" for n in notes]
     lines += ["", "first difference per sequence (reference | implementation):"]
     seen: set[int | None] = set()
     ids: set[str] = set()
@@ -59,8 +60,9 @@ def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> st
     if ids:
         lines += ["", "behaviours involved:"]
         lines += [f"  {i}: {ALL_IDS[i]}" for i in sorted(ids, key=_id_order)]
-    if sbs.near_ties:
-        lines += ["", f"near-ties forced onto the reference: {len(sbs.near_ties)}"]
+    if sbs.forced_decisions:
+        lines += ["", f"decisions forced onto the reference (teacher forcing): {len(sbs.forced_decisions)}"]
+        lines += [f"  {f.text()}" for f in sbs.forced_decisions]
     calls = [f"{c.op}{list(c.slots)}={c.outcome}" for c in sbs.impl.model.calls]
     lines += ["", "implementation calls: " + ", ".join(calls[:24]) + (" ..." if len(calls) > 24 else "")]
     lines += ["", f"replay: {replay_command(path)}"]

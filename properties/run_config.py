@@ -1,5 +1,5 @@
 """What the properties run on: device, numerics, dtypes and mix size, chosen by pytest options
-(`--device`, `--numerics`, `--max-n`) or the matching environment variables."""
+(`--device`, `--numerics`, `--dtype`, `--max-n`) or the matching environment variables."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import torch
 ENV_DEVICE = "MTP_VERIFY_DEVICE"
 ENV_NUMERICS = "MTP_VERIFY_NUMERICS"
 ENV_MAX_N = "MTP_VERIFY_MAX_N"
+ENV_DTYPE = "MTP_VERIFY_DTYPE"
+DTYPES = ("float64", "float32", "bfloat16")
 
 
 @dataclass(slots=True, frozen=True)
@@ -26,8 +28,9 @@ def best_device() -> str:
 
 
 def current() -> RunConfig:
-    """The configuration for this process. Exact numerics run in float64/float32 on the CPU and
-    float32 on a GPU; fast numerics in bfloat16 on a GPU and float32 on the CPU."""
+    """The configuration for this process. `--dtype` (or `MTP_VERIFY_DTYPE`) picks the dtype in
+    either numerics mode on any device; without it, exact numerics run in float64/float32 on the
+    CPU and float32 on a GPU, fast numerics in bfloat16 on a GPU and float32 on the CPU."""
     device = os.environ.get(ENV_DEVICE) or "cpu"
     if device == "best":
         device = best_device()
@@ -39,7 +42,12 @@ def current() -> RunConfig:
     if numerics not in ("exact", "fast"):
         raise ValueError(f"{ENV_NUMERICS}={numerics!r}: expected exact or fast")
     on_gpu = device.startswith("cuda")
-    if numerics == "exact":
+    dtype = os.environ.get(ENV_DTYPE) or ""
+    if dtype:
+        if dtype not in DTYPES:
+            raise ValueError(f"{ENV_DTYPE}={dtype!r}: expected one of {', '.join(DTYPES)}")
+        dtypes: tuple[str, ...] = (dtype,)
+    elif numerics == "exact":
         dtypes = ("float32",) if on_gpu else ("float64", "float32")
     else:
         dtypes = ("bfloat16",) if on_gpu else ("float32",)

@@ -58,6 +58,6 @@ def record_paths(sbs: SideBySide) -> None:
         event(f"registered difference {d}")
     if any(c.op == "save_hidden_for_mtp" and c.outcome == "err" for c in sbs.ref.model.calls):
         event("registered difference D1")
-    if sbs.near_ties:
+    if sbs.forced_decisions:
         event("near-tie forced")
     target(float(len(sbs.spec.bootstrap)), label="rows bootstrapped")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 
 from properties.behaviours import covers
-from properties.checks import check_equivalence
+from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
 from properties.report import format_report
 from properties.run_config import current

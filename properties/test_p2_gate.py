@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from batched.dispatch import step_mtp_bootstrap
 from batched.gate import can_batch_bootstrap
 from properties.behaviours import covers
-from properties.checks import check_equivalence
+from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
 from properties.report import format_report
 from properties.run_config import current

@@ -13,8 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.behaviours import covers
-from properties.checks import check_calls, check_equivalence, check_logs
+from properties.call_checks import check_calls
+from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
+from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import FaultSpec, SeqSpec, WorldSpec

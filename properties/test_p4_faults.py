@@ -9,9 +9,9 @@ from dataclasses import replace
 from hypothesis import given
 
 from properties.behaviours import covers
-from properties.checks import check_equivalence
-from properties.compare import Mismatch
+from properties.compare import check_equivalence
 from properties.harness import SideBySide, run_side_by_side
+from properties.mismatch import Mismatch
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import WorldSpec

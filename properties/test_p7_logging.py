@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from batched.propose_log import log_propose_batched_err
 from properties.behaviours import covers
-from properties.checks import check_logs
+from properties.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
 from properties.harness import run_side_by_side
-from properties.oracle import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
+from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import WorldSpec

@@ -11,8 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.behaviours import covers
-from properties.checks import check_equivalence
-from properties.compare import compare_untouched
+from properties.compare import check_equivalence, compare_untouched
 from properties.harness import run_side_by_side
 from properties.impl import load
 from properties.report import format_report
@@ -20,6 +19,7 @@ from properties.run_config import current
 from properties.specs import FaultSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.world import build_world
+from properties.world_state import Owners, compare_buffers
 
 RUN = current()
 
@@ -35,8 +35,11 @@ def test_p8_bad_indices_raise_before_touching_anything(spec: WorldSpec, data: st
     with pytest.raises(ValueError, match="bootstrap ind"):
         load()(world.model, world.active, world.sched, idxs, world.ladder_nd, world.verify_ctx)
     for b, a in zip(before.active, world.active, strict=True):
-        changed = compare_untouched(before.model, world.model, b, a)
+        changed = compare_untouched(b, a)
         assert not changed, f"{kind} indices {idxs}: sequence {b.seq_id} changed: {changed[0]}"
+    owners = Owners(before.active, before.model.cfg.block_size)
+    written = compare_buffers(before.model, before.model, world.model, owners, 0.0)
+    assert not written, f"{kind} indices {idxs}: the model changed: {written[0]}"
 
 
 @covers("P8 bad input", "B2", "B9")

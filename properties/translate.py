@@ -9,15 +9,20 @@ member, an empty member result is an empty propose. Outcomes with no visible eff
 sequences (a failed `argmax_batch`, a group that returned None) translate to nothing.
 
 Only injected outcomes and organic errors the world explains (a full sequence, a stash too small,
-a drafter block table over the meta stride) translate: an implementation that fails a call by
-passing it wrong arguments must not make the reference fail with it.
+a drafter block table over the meta stride) translate, and only for calls whose arguments match the
+expected plan (`properties.call_plan`): an implementation that fails a call by passing it wrong
+arguments, or whose wrong call an injected fault happens to hit, must not make the reference fail
+with it. Such a call is left untranslated (the comparison then shows what it cost) and reported.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from properties.faults import Call, SeqFault
+import torch
+
+from properties.call_plan import Plan, argmax_on_device_slot, call_mismatch
+from properties.faults import BAD_ROWS, Call, SeqFault
 from reference.state import SequenceState
 
 
@@ -26,6 +31,7 @@ class Translation:
     seq_faults: list[SeqFault] = field(default_factory=list)
     differences: set[str] = field(default_factory=set)  # registered difference ids engaged
     notes: list[str] = field(default_factory=list)
+    untrusted: list[str] = field(default_factory=list)  # failed calls that did not match the plan
 
 
 @dataclass(slots=True)
@@ -58,23 +64,38 @@ def explained(c: Call, env: Envelope) -> bool:
     return False
 
 
-def translate(calls: list[Call], env: Envelope) -> Translation:
-    """Per-sequence faults for the reference, from the implementation's recorded calls."""
+def translate(
+    calls: list[Call], env: Envelope, plan: Plan | None = None, impl_rows: dict[int, torch.Tensor] | None = None
+) -> Translation:
+    """Per-sequence faults for the reference, from the implementation's recorded calls. With a
+    `plan`, a call that does not match it is not translated; without one (the first reference run,
+    before there is a plan) every explained outcome is, except the fast-greedy argmax's, whose
+    sequence only the plan names."""
     t = Translation()
-    for c in calls:
+    for i, c in enumerate(calls):
+        if c.outcome == "ok" and not c.injected:
+            continue
         if c.outcome != "ok" and not explained(c, env):
             if c.outcome == "err":
                 t.notes.append(f"{c.op} failed without a cause in the world: {c.error}")
+            continue
+        if plan is not None and (why := call_mismatch(plan, calls, i, impl_rows)) is not None:
+            t.untrusted.append(f"{c.op} -> {c.outcome} not translated: it does not match the plan: {why}")
             continue
         if c.op == "decode_batch" and c.outcome == "err":
             t.seq_faults += [SeqFault("decode", s, "err") for s in c.slots]
             t.differences.add("D2")
             t.notes.append(f"decode_batch failed: every row of {list(c.slots)} fails to decode (D2)")
-        elif c.op == "decode_batch" and c.outcome == "nan_row":
+        elif c.op == "decode_batch" and c.outcome in BAD_ROWS:
             slot = c.slots[c.detail["row"]]
-            t.seq_faults.append(SeqFault("decode", slot, "nan_row"))
-        elif c.op == "decode" and c.outcome in ("err", "nan_row"):
+            t.seq_faults.append(SeqFault("decode", slot, c.outcome))
+        elif c.op == "decode" and (c.outcome == "err" or c.outcome in BAD_ROWS):
             t.seq_faults.append(SeqFault("decode", c.slots[0], c.outcome))
+        elif c.op == "argmax_on_device" and c.outcome == "err":
+            nth = sum(1 for d in calls[:i] if d.op == c.op)
+            slot = c.slots[0] if c.slots else (argmax_on_device_slot(plan, calls, nth) if plan else None)
+            if slot is not None:
+                t.seq_faults.append(SeqFault("argmax_on_device", slot, "err"))
         elif c.op == "stash_verify_hidden_rows" and c.outcome == "err":
             t.seq_faults += [SeqFault("save_hidden_for_mtp", s, "err") for s in c.slots]
             t.notes.append("stash failed: no row proposes; proposing rows are as if saving their hidden failed")

@@ -9,8 +9,10 @@ from dataclasses import replace
 
 import pytest
 
-from properties.checks import check_calls, check_equivalence, check_logs
+from properties.call_checks import check_calls
+from properties.compare import check_equivalence
 from properties.harness import SideBySide, run_side_by_side
+from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
