@@ -24,6 +24,8 @@ from nightly.workers import pinned_device
 from properties import impl as impl_module
 from properties.run_config import DTYPES, ENV_DEVICE, ENV_DTYPE, ENV_MAX_N, ENV_NUMERICS
 
+pytest_plugins = ["properties.forced_budget"]
+
 ROOT = Path(__file__).parent
 # The nightly example database: a directory, or a redis:// URL shared by several hosts (then
 # MTP_VERIFY_DB_DIR is this host's local copy). `dev` runs read it, read-only, besides their own.
@@ -87,7 +89,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--device", default=None, help="cpu, cuda, cuda:N or best (default: cpu)")
     group.addoption("--numerics", default=None, choices=("exact", "fast"), help="numerics mode (default exact)")
     group.addoption("--dtype", default=None, choices=DTYPES, help="model dtype (default: by numerics and device)")
-    group.addoption("--max-n", default=None, type=int, help="largest sequence mix (default 8)")
+    group.addoption("--max-n", default=None, type=int, help="largest sequence mix (default 12 on the CPU, 64 on a GPU)")
     group.addoption("--impl", default=None, help="implementation under test as module:function")
 
 

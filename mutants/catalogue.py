@@ -11,6 +11,7 @@ from mutants import (
     catalogue_model,
     catalogue_propose,
     catalogue_rows,
+    catalogue_stray,
     catalogue_vector,
 )
 from mutants.spec import Mutant
@@ -20,6 +21,7 @@ CATALOGUE: tuple[Mutant, ...] = (
     *catalogue_rows.MUTANTS,
     *catalogue_propose.MUTANTS,
     *catalogue_model.MUTANTS,
+    *catalogue_stray.MUTANTS,
     *catalogue_generations.MUTANTS,
 )
 # Mutants of other implementations under test, each run against its own (`Mutant.impl`; `--impl`).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from properties.call_plan import fallback_rows, group_inputs
 from properties.faults import BAD_ROWS, Call
 from properties.harness import SideBySide, envelope
+from properties.impl import per_row_fast_greedy_calls
 from properties.mismatch import Mismatch, expect
 from properties.translate import explained
 
@@ -166,11 +167,22 @@ def _check_fast_greedy(sbs: SideBySide, eligible: list[bool], argmaxes: list[Cal
     """B5, B8: every row the batched argmax did not serve samples per row exactly as the loop does,
     so it takes the per-row fast-greedy argmax (`argmax_on_device`) exactly when the loop's row
     did: the implementation makes the loop's number of those calls, less one per eligible row a
-    successful `argmax_batch` served."""
-    served = sum(eligible) if any(c.outcome == "ok" for c in argmaxes) else 0
-    loop = sum(c.op == "argmax_on_device" for c in sbs.ref.model.calls)
+    successful `argmax_batch` served. An implementation whose contract says it makes none
+    (`properties.impl.per_row_fast_greedy_calls`) must make none."""
     got = len(_calls(sbs, "argmax_on_device"))
     out: list[Mismatch] = []
+    if not per_row_fast_greedy_calls():
+        expect(
+            out,
+            got == 0,
+            "per-row fast-greedy argmax calls",
+            "0 (its contract: greedy rows in its sampling pass)",
+            got,
+            ("B5", "B8"),
+        )
+        return out
+    served = sum(eligible) if any(c.outcome == "ok" for c in argmaxes) else 0
+    loop = sum(c.op == "argmax_on_device" for c in sbs.ref.model.calls)
     expect(
         out,
         got == loop - served,

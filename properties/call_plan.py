@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from properties.faults import Call
+from properties.impl import per_row_fast_greedy_calls
 from properties.specs import StepSpec
 from reference.eos_hold import presample_hold_for
 from reference.model.kernels import bits_equal
@@ -113,7 +114,8 @@ def expected_plan(
             if len(chunk) >= 2:
                 plan.groups.append(Group(tuple(plan.rows[j] for j in chunk), tuple(chunk)))
     fast = {c.slots[0] for c in ref_calls if c.op == "argmax_on_device" and c.slots}
-    plan.fast_greedy_slots = [s for s in plan.rows if s in fast]
+    if per_row_fast_greedy_calls():
+        plan.fast_greedy_slots = [s for s in plan.rows if s in fast]
     return plan
 
 

@@ -34,7 +34,7 @@ FIELD_IDS: dict[str, tuple[str, ...]] = {
     "pending_draft_conf": ("B18", "B19", "D4"),
     "finished": ("B3", "B9", "B11"),
     "finish_reason": ("B11",),
-    "spec": ("B12",),
+    "adaptive_spec": ("B12",),
     "grammar_state": ("B8", "B11"),
     "seq": ("B1", "B2"),
 }

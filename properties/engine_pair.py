@@ -4,8 +4,12 @@ Engine "impl" bootstraps through the dispatch with the implementation under test
 when the gate holds (G8), the per-sequence loop otherwise. Engine "ref" always bootstraps through
 the per-sequence loop. Everything else (admission, verify, release) is the reference's and the
 same in both. A planned fault is injected into the impl engine's next bootstrap; its call outcomes
-are translated into per-sequence faults for the ref engine's bootstrap in the same step, exactly as
-the single-step harness does, so the two worlds must stay equal, step after step.
+are translated into per-sequence faults for the ref engine's bootstrap in the same step and settled
+against the call plan the ref engine's outcome implies, exactly as the single-step harness does (the
+ref engine's step reruns on a copy until the translation holds), so the two worlds must stay equal,
+step after step. In fast numerics the same reruns force onto the ref engine the bootstrap and verify
+decisions the replay oracle explains by rounding, and each finished request's solo decode is forced
+likewise (`properties.generation_oracle`).
 
 The registered differences over whole generations:
 - D1: where the ref engine's bootstrap skipped a checkpoint after a failed save and the impl
@@ -19,6 +23,8 @@ The registered differences over whole generations:
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import functools
 import math
 import traceback
@@ -32,20 +38,39 @@ import torch
 from batched.batched_model import BatchedMtpModel
 from batched.gate import can_batch_bootstrap
 from properties.faults import BAD_ROWS, Call, FaultyModel
-from properties.generation_checks import StepView, check_resources, check_solo, compare_engines
+from properties.generation_checks import StepView, check_resources, check_solo, compare_engines, solo_rows
+from properties.generation_oracle import (
+    Forced,
+    ForcedTally,
+    Taken,
+    Trace,
+    VerifyRows,
+    bootstrap_trace,
+    divergences,
+    explain_token,
+    logprobs_differences,
+    trace_of,
+)
+from properties.generation_oracle import row_mismatches as trace_row_mismatches
 from properties.generation_spec import Action, GenerationSpec, RequestSpec, Script
+from properties.harness import MAX_ROUNDS, Side, SideBySide, decisions, envelope, masked_tokens, plan_of, run_step
 from properties.impl import load
 from properties.mismatch import Mismatch
+from properties.numerics import rounding
+from properties.replay_oracle import ForcedDecision, next_forced, replay_mismatches
+from properties.replay_oracle import row_mismatches as boot_row_mismatches
 from properties.specs import FaultSpec
-from properties.translate import Envelope, Translation, translate
-from properties.world import model_config, sched_for
-from reference.engine import Engine, StepRecord, abort, engine_step, submit
+from properties.translate import Translation, translate
+from properties.world import World, copy_seq, model_config, sched_for
+from properties.world_state import Owners
+from reference.decisions import Decision, DecisionKey, DecisionLog
+from reference.engine import Engine, Finished, StepRecord, abort, engine_step, submit
 from reference.model.config import ModelConfig
 from reference.request import Request
 from reference.solo import SoloResult, solo_decode
-from reference.state import ActiveSeq
 from reference.step import step_mtp_bootstrap_per_seq
 from reference.telemetry import LogCapture
+from reference.verify import verify_seq
 
 StepFn = Callable[..., Any]
 
@@ -85,27 +110,49 @@ class PairStats:
     d1_opened: int = 0
     d1_reads: int = 0
     d1_closed_by_rewrite: int = 0
+    tally: ForcedTally = field(default_factory=ForcedTally)  # fast numerics: decisions and those forced
+    solo_decisions: int = 0  # of them, the solo decodes' (fast numerics)
+    top_ids_explained: int = 0  # top-logprob ids that differ from the solo decode's by rounding
 
 
-def envelope_before(active: list[ActiveSeq], model: BatchedMtpModel) -> Envelope:
-    """What the translation needs to know of the world before a bootstrap: every running
-    sequence's state and last token (by slot) and the model's limits."""
-    cfg = model.cfg
-    return Envelope(
-        before={a.seq.slot_idx: replace(a.seq, block_table=list(a.seq.block_table)) for a in active},
-        last_tokens={a.seq.slot_idx: a.last_token for a in active},
-        vocab_size=cfg.vocab_size,
-        max_seq_len=cfg.max_seq_len,
-        stash_capacity=cfg.stash_capacity,
-        meta_stride=model.propose_meta_stride(),
+@dataclass(slots=True)
+class RefRound:
+    """One run of the loop engine's step while it settles: the translation and forced decisions it
+    ran with, and what it left (the engine copy, its bootstrap side, the verify decisions)."""
+
+    translation: Translation
+    boot_forced: dict[DecisionKey, int] = field(default_factory=dict)
+    verify_forced: dict[DecisionKey, int] = field(default_factory=dict)
+    forced: list[Forced] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    engine: Engine | None = None
+    rec: StepRecord = field(default_factory=StepRecord)
+    before: World | None = None
+    side: Side | None = None
+    sbs: SideBySide | None = None
+    verify_trace: Trace = field(default_factory=dict)
+    decisions: int = 0
+
+    def reset(self) -> None:
+        self.before = self.side = self.sbs = None
+
+
+def clone_engine(e: Engine) -> Engine:
+    """An independent copy of an engine: model caches, scheduler context, resources, requests."""
+    return Engine(
+        e.model.clone(),
+        copy.deepcopy(e.sched),
+        copy.deepcopy(e.verify_ctx),
+        e.ladder_nd,
+        copy.deepcopy(e.resources),
+        list(e.waiting),
+        [copy_seq(a) for a in e.active],
+        dict(e.requests),
+        dict(e.admitted_at),
+        dict(e.finished),
+        e.steps,
+        e.next_id,
     )
-
-
-def translate_bootstrap(calls: list[Call], env: Envelope) -> Translation:
-    """The ref engine's per-sequence faults for the impl engine's bootstrap calls: the one place the
-    translation is asked (without a call plan: a fault on the fast-greedy argmax, which only a plan
-    can place, is not planned in P9)."""
-    return translate(calls, env)
 
 
 class EnginePair:
@@ -124,9 +171,15 @@ class EnginePair:
         self.planned: list[FaultSpec] = []
         self.open_d1: dict[tuple[str, int], int] = {}  # D1 entry -> the step that opened it
         self.hit: set[int] = set()  # requests an injected decode fault hit
-        self._solo: dict[int, SoloResult] = {}
+        self._solo: dict[Any, SoloResult] = {}
         self._slots_seen: set[int] = set()
-        self._translation = Translation()
+        self.fast = spec.model.numerics != "exact"
+        self._rtol = rounding(spec.model.dtype, not self.fast)
+        self._impl_boot: Side | None = None
+        self._impl_env = None
+        self._impl_verify_trace: Trace = {}
+        self._trace_impl: dict[int, dict[int, Taken]] = {}  # fast numerics: by request, by output position
+        self._trace_ref: dict[int, dict[int, Taken]] = {}
         self._calls_impl: list[Call] = []
         self._calls_ref: list[Call] = []
         self._conf_ref: dict[int, list[float]] = {}
@@ -176,27 +229,51 @@ class EnginePair:
         """One step of both engines, then every check; returns what differs."""
         self.script.actions.append(Action("step"))
         plan, self.planned = tuple(self.planned), []
-        self._translation, self._calls_impl, self._calls_ref, self._conf_ref = Translation(), [], [], {}
+        self._impl_boot = None
         self._batched = False
+        fast = self.fast
+        impl_rows = VerifyRows()
+        impl_log = DecisionLog(keep_scores=True)
+        ref_before = self.ref_engine  # the loop engine's step runs on copies (`_settle_reference`)
+        before = (ref_before.model, self.impl_engine.model.clone()) if fast else None
         try:
-            with LogCapture():  # logs are not compared here (D3; P7 holds them)
-                rec_impl = engine_step(self.impl_engine, functools.partial(self._bootstrap_impl, plan))
+            with LogCapture(), impl_log if fast else contextlib.nullcontext():  # logs: D3, held by P7
+                rec_impl = engine_step(
+                    self.impl_engine, functools.partial(self._bootstrap_impl, plan), impl_rows if fast else verify_seq
+                )
         except Exception as e:
             return [Mismatch(None, "the implementation's engine raised", "", _error_text(e))]
         if not rec_impl.bootstrapped:
             self.planned = list(plan)  # a planned fault waits for the next step that bootstraps
+        self._calls_impl = self._impl_boot.model.calls if self._impl_boot is not None else []
+        impl_trace = trace_of(impl_rows.rows, impl_log.records) if fast else {}
+        self._impl_verify_trace = impl_trace
         try:
-            with LogCapture():
-                rec_ref = engine_step(self.ref_engine, self._bootstrap_ref)
+            rnd = self._settle_reference()
         except Exception as e:
             return [Mismatch(None, "the reference engine raised", _error_text(e), "")]
+        rec_ref = rnd.rec
         self.stats.steps += 1
         self.stats.batched_bootstraps += self._batched
         self._count_faults()
         new_d1 = self._d1_slots()
-        view = StepView(rec_impl, rec_ref, frozenset(self.open_d1) | self._d1_entries(new_d1), new_d1, self._d4())
+        d1 = frozenset(self.open_d1) | self._d1_entries(new_d1)
+        view = StepView(rec_impl, rec_ref, d1, new_d1, self._d4(), before, self._engines_logprobs if fast else None)
+        view.owners_before = Owners(ref_before.active, self.cfg.block_size)
         self._count_d1_reads(rec_ref)
-        out = compare_engines(self.impl_engine, self.ref_engine, view)
+        out = [Mismatch(None, "decision the replay oracle cannot explain", "", why, ("B8",)) for why in rnd.refused]
+        if rnd.sbs is not None:
+            out += boot_row_mismatches(rnd.sbs)
+            if fast:
+                out += replay_mismatches(rnd.sbs)
+        if fast:
+            out += trace_row_mismatches(self.spec, rnd.verify_trace, impl_trace, "verify")
+            impl_trace.update(bootstrap_trace(rnd.sbs, impl=True) if rnd.sbs is not None else {})
+            self._keep(self._trace_impl, impl_trace)
+            self._keep(self._trace_ref, rnd.verify_trace)
+            if rnd.sbs is not None:
+                self._keep(self._trace_ref, bootstrap_trace(rnd.sbs, impl=False))
+        out += compare_engines(self.impl_engine, self.ref_engine, view)
         self._update_d1(new_d1)
         self._count(rec_ref)
         out += self._check_finished(rec_ref.released)
@@ -216,24 +293,108 @@ class EnginePair:
 
     # Bootstraps ----------------------------------------------------------------------------------
 
+    def _world(self, model, active, sched, idxs, ladder_nd, verify_ctx) -> World:
+        return World(self.spec, model, active, sched, verify_ctx, idxs, ladder_nd)  # type: ignore[arg-type]
+
     def _bootstrap_impl(self, plan: tuple[FaultSpec, ...], model, active, sched, idxs, ladder_nd, verify_ctx) -> None:
-        """The dispatch (batched/dispatch.py) with the implementation under test, faults injected."""
-        env = envelope_before(active, model)
+        """The dispatch (batched/dispatch.py) with the implementation under test, faults injected;
+        its calls, rows and drafter rows kept (`properties.harness.run_step`)."""
+        before = self._before(model, active, sched, idxs, ladder_nd, verify_ctx)
+        self._impl_env = envelope(before)
         self._slot_to_id = {a.seq.slot_idx: a.seq_id for a in active}
-        faulty = FaultyModel(model, plan)
+        faulty = FaultyModel(model, plan, masked=masked_tokens(before, list(plan)))
+        step: StepFn = step_mtp_bootstrap_per_seq
         if can_batch_bootstrap(faulty, sched, len(idxs), self.spec.step.dflash_verify_raw_argmax):
             self._batched = True
-            self.impl(faulty, active, sched, idxs, ladder_nd, verify_ctx)
-        else:
-            step_mtp_bootstrap_per_seq(faulty, active, sched, idxs, ladder_nd, verify_ctx)
-        self._calls_impl = faulty.calls
-        self._translation = translate_bootstrap(faulty.calls, env)
+            step = self.impl
+        # Its own (discarded) decision log: the step's log keeps the verify's decisions only.
+        side = run_step(self._world(model, active, sched, idxs, ladder_nd, verify_ctx), faulty, step, DecisionLog())
+        self._impl_boot = self._frozen(side, before)
+        if side.error is not None:
+            raise side.error
 
-    def _bootstrap_ref(self, model, active, sched, idxs, ladder_nd, verify_ctx) -> None:
-        """The per-sequence loop with the translated faults, confidences captured (D4)."""
-        faulty = FaultyModel(model, (), list(self._translation.seq_faults), capture_conf=True)
-        step_mtp_bootstrap_per_seq(faulty, active, sched, idxs, ladder_nd, verify_ctx)
-        self._calls_ref, self._conf_ref = faulty.calls, faulty.conf_by_slot
+    def _before(self, model, active, sched, idxs, ladder_nd, verify_ctx) -> World:
+        """The world as a bootstrap finds it (sequences copied; the model is only asked its limits)."""
+        return World(
+            self.spec,  # type: ignore[arg-type]
+            model,
+            [copy_seq(a) for a in active],
+            copy.deepcopy(sched),
+            copy.deepcopy(verify_ctx),
+            list(idxs),
+            ladder_nd,
+        )
+
+    def _frozen(self, side: Side, before: World) -> Side:
+        """`side` with its sequences copied as the bootstrap left them (the step goes on with them)."""
+        w = side.world
+        side.world = World(w.spec, w.model, [copy_seq(a) for a in w.active], before.sched, w.verify_ctx, w.idxs, 0)
+        return side
+
+    def _bootstrap_ref(self, rnd: RefRound, model, active, sched, idxs, ladder_nd, verify_ctx) -> None:
+        """The per-sequence loop with the translated faults and the forced decisions, decisions and
+        rows recorded (confidences for D4)."""
+        before = self._before(model, active, sched, idxs, ladder_nd, verify_ctx)
+        faults = list(rnd.translation.seq_faults)
+        faulty = FaultyModel(model, (), faults, capture_conf=True, masked=masked_tokens(before, faults))
+        log = DecisionLog(forced=dict(rnd.boot_forced), keep_scores=True)
+        side = run_step(
+            self._world(model, active, sched, idxs, ladder_nd, verify_ctx), faulty, step_mtp_bootstrap_per_seq, log
+        )
+        rnd.before, rnd.side = before, self._frozen(side, before)
+        if side.error is not None:
+            raise side.error
+
+    def _settle_reference(self) -> RefRound:
+        """Run the loop engine's step until it settles, as the single-step harness does: on a copy of
+        the engine each time, with the impl engine's bootstrap faults translated through the plan the
+        reference's outcome implies, and (fast numerics) the decisions the replay oracle explains
+        forced onto it; the settled copy becomes the loop engine."""
+        snapshot = self.ref_engine
+        boot = self._impl_boot
+        tr = translate(boot.model.calls, self._impl_env) if boot is not None else Translation()
+        rnd = RefRound(tr)
+        for _ in range(MAX_ROUNDS):
+            eng = clone_engine(snapshot)
+            rnd.reset()
+            rows = VerifyRows()
+            log = DecisionLog(forced=dict(rnd.verify_forced), keep_scores=True)
+            with LogCapture(), log if self.fast else contextlib.nullcontext():
+                rnd.rec = engine_step(
+                    eng, functools.partial(self._bootstrap_ref, rnd), rows if self.fast else verify_seq
+                )
+            rnd.engine = eng
+            rnd.verify_trace = trace_of(rows.rows, log.records) if self.fast else {}
+            rnd.decisions = sum(1 for r in log.records if r.key.kind == "token")
+            new_boot, new_verify, refused = [], [], []
+            if boot is not None and rnd.side is not None and rnd.before is not None:
+                rnd.sbs = SideBySide(self.spec, rnd.before, rnd.side, boot, rnd.translation)  # type: ignore[arg-type]
+                rnd.decisions += decisions(rnd.sbs)
+                settled = translate(boot.model.calls, self._impl_env, plan_of(rnd.sbs), boot.model.rows)
+                if settled.seq_faults != rnd.translation.seq_faults:
+                    rnd.translation = settled
+                    continue
+                rnd.translation = rnd.sbs.translation = settled
+                if self.fast:
+                    new_boot, refused = next_forced(rnd.sbs)
+            if self.fast:
+                new_verify, why = divergences(rnd.verify_trace, self._impl_verify_trace, self._explain_verify)
+                refused += why
+            rnd.refused = refused
+            if not new_boot and not new_verify:
+                break
+            for f in new_boot:
+                rnd.boot_forced[f.key] = f.impl_choice
+            for f in new_verify:
+                rnd.verify_forced[f.key] = f.impl_choice
+            step = self.stats.steps + 1
+            rnd.forced += [Forced("bootstrap", step, f) for f in new_boot]
+            rnd.forced += [Forced("verify", step, f) for f in new_verify]
+        self.ref_engine = rnd.engine
+        self._calls_ref = rnd.side.model.calls if rnd.side is not None else []
+        self._conf_ref = rnd.side.model.conf_by_slot if rnd.side is not None else {}
+        self.stats.tally.add(rnd.forced, rnd.decisions)
+        return rnd
 
     # Registered differences ----------------------------------------------------------------------
 
@@ -300,19 +461,85 @@ class EnginePair:
                 self._solo[key] = solo_decode(self.cfg, self.weights, req, e.sched, e.verify_ctx, seq_id)
         return self._solo[key]
 
+    def forced_solo(self, sid: int, done: Finished) -> tuple[SoloResult, dict[int, torch.Tensor], list[str]]:
+        """Fast numerics: the solo decode of request `sid` with every token the impl engine took
+        otherwise forced onto it where the replay oracle explains it (one at a time, in order), its
+        rows by output position, and why a differing token was not explained."""
+        req, e = self.ref_engine.requests[sid], self.ref_engine
+        trace = self._trace_impl.get(sid, {})
+        forced: dict[DecisionKey, int] = {}
+        for _ in range(len(done.tokens) + 1):
+            log, rows = DecisionLog(forced=dict(forced), keep_scores=True), {}
+            with LogCapture(), log:
+                res = solo_decode(self.cfg, self.weights, req, e.sched, e.verify_ctx, sid, rows)
+            mine = trace_of({(sid, p): r for p, r in rows.items()}, log.records)
+            theirs = {(sid, p): t for p, t in trace.items() if p < len(done.tokens)}
+            new, refused = divergences(mine, theirs, self._explain_for(req))
+            if refused or not new:
+                n = sum(1 for r in log.records if r.key.kind == "token")
+                self.stats.solo_decisions += n
+                self.stats.tally.add([], n)
+                return res, rows, refused
+            forced[new[0].key] = new[0].impl_choice
+            self.stats.tally.add([Forced("solo", self.stats.steps, new[0])], 0)
+        return res, rows, []
+
+    def _explain_for(self, req: Request) -> Callable[[Decision, int, Taken, Taken], tuple[ForcedDecision | None, str]]:
+        ctx = self.ref_engine.verify_ctx
+        return lambda d, choice, ref, impl: explain_token(self.spec, req, ctx, d, choice, ref, impl)
+
+    def _explain_verify(self, d: Decision, choice: int, ref: Taken, impl: Taken) -> tuple[ForcedDecision | None, str]:
+        return self._explain_for(self.ref_engine.requests[d.key.owner])(d, choice, ref, impl)
+
+    def _engines_logprobs(self, sid: int, ref: list[Any], impl: list[Any]) -> bool:
+        """Whether the two engines' logprobs of request `sid` differ only where rounding explains."""
+        r, m = self._trace_ref.get(sid, {}), self._trace_impl.get(sid, {})
+        bad, _ = logprobs_differences(sid, ref, impl, {p: (r.get(p), m.get(p)) for p in range(len(ref))}, self._rtol)
+        return not bad
+
+    def _solo_logprobs(
+        self, sid: int, solo: dict[int, torch.Tensor], eng: Engine
+    ) -> Callable[[list[Any], list[Any]], bool] | None:
+        """Fast numerics: whether an engine's logprobs of `sid` (first) differ from its solo decode's
+        only where rounding explains; counts those that do."""
+        if not self.fast:
+            return None
+        trace = (self._trace_ref if eng is self.ref_engine else self._trace_impl).get(sid, {})
+
+        def check(got: list[Any], want: list[Any]) -> bool:
+            rows = {p: (trace.get(p), Taken(solo[p], []) if p in solo else None) for p in range(len(got))}
+            bad, n = logprobs_differences(sid, got, want, rows, self._rtol)
+            self.stats.top_ids_explained += n
+            return not bad
+
+        return check
+
+    def _keep(self, store: dict[int, dict[int, Taken]], trace: Trace) -> None:
+        for (sid, pos), t in trace.items():
+            store.setdefault(sid, {})[pos] = t
+
     def _check_finished(self, seq_ids: list[int]) -> list[Mismatch]:
         """Hold each request the engines just released to its solo decode, in both engines (the
         loop engine's result is the reference's own claim; a request only one engine released is
-        already a difference of the two worlds)."""
+        already a difference of the two worlds). Fast numerics: the solo decode forced onto the
+        impl engine's explained near-ties, and each engine's rows held to the solo decode's."""
         out = []
         for sid in seq_ids:
-            want = self.solo_of(self.ref_engine.requests[sid], sid)
+            mine = self.impl_engine.finished.get(sid)
+            if self.fast and mine is not None:
+                want, rows, refused = self.forced_solo(sid, mine)
+                what = "token against its solo decode the replay oracle cannot explain"
+                out += [Mismatch(sid, what, "", why, ("B8",)) for why in refused]
+                for name, trace in (("implementation engine", self._trace_impl), ("loop engine", self._trace_ref)):
+                    out += solo_rows(self.spec, sid, rows, trace.get(sid, {}), name)
+            else:
+                want, rows = self.solo_of(self.ref_engine.requests[sid], sid), {}
             for name, eng in (("loop engine", self.ref_engine), ("implementation engine", self.impl_engine)):
                 done = eng.finished.get(sid)
                 if done is not None:
                     out += [
                         replace(m, field=f"{name}: {m.field}") if eng is self.ref_engine else m
-                        for m in check_solo(done, want, sid in self.hit)
+                        for m in check_solo(done, want, sid in self.hit, self.fast, self._solo_logprobs(sid, rows, eng))
                     ]
             done = self.ref_engine.finished[sid]
             self.stats.generations += 1

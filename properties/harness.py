@@ -40,7 +40,8 @@ MAX_ROUNDS = 16
 @dataclass(slots=True)
 class Side:
     """One side after its run: the world, the recording model, the logs, any exception that escaped
-    the step, the decisions recorded (reference) and the drafter rows each draft was decided on."""
+    the step, the decisions recorded (reference) and the drafter rows each draft was decided on
+    (with, for rows a mask was applied to, the rows before it)."""
 
     world: World
     model: FaultyModel
@@ -48,6 +49,7 @@ class Side:
     error: BaseException | None = None
     decisions: list[Decision] = field(default_factory=list)
     draft_rows: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
+    unmasked_draft_rows: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -73,7 +75,7 @@ def run_step(world: World, model: Any, step: Callable[..., Any], decisions: Deci
             step(model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
         except Exception as e:  # reported by the comparator, with the example
             error = e
-    return Side(world, model, cap.records, error, decisions.records if decisions else [], drafts.rows)
+    return Side(world, model, cap.records, error, decisions.records if decisions else [], drafts.rows, drafts.unmasked)
 
 
 def envelope(before: World) -> Envelope:

@@ -39,3 +39,12 @@ def load(spec: str | None = None) -> StepFn:
     if not callable(fn):
         raise ValueError(f"--impl {spec!r}: module {module_name!r} has no callable {fn_name!r}")
     return fn
+
+
+def per_row_fast_greedy_calls(spec: str | None = None) -> bool:
+    """The implementation's call contract for greedy rows the batched argmax does not serve: True
+    (the default, `batched.step`'s) when each takes the per-row sampler's fast-greedy argmax
+    (`argmax_on_device`) as the loop does; False when its module says `PER_ROW_FAST_GREEDY_CALLS =
+    False` (it argmaxes them inside a batched sampling pass and makes no such call)."""
+    module_name = (spec or current_name()).partition(":")[0]
+    return bool(getattr(importlib.import_module(module_name), "PER_ROW_FAST_GREEDY_CALLS", True))

@@ -1,5 +1,9 @@
 """Replay one example from its JSON spec and print its report:
-`python -m properties.replay FILE.json [--impl module:function]`."""
+`python -m properties.replay FILE.json [--impl module:function] [--device cpu|cuda]`.
+
+The spec records numerics and dtype, so a failure found in fast bf16 on a GPU replays in fast bf16
+here; `--device` moves it (the default is the device it was found on). Every check a regression
+must pass runs: P1 equivalence, P3 call accounting, P7 logs."""
 
 from __future__ import annotations
 
@@ -8,8 +12,7 @@ import sys
 from pathlib import Path
 
 from properties import impl as impl_module
-from properties.compare import check_equivalence
-from properties.harness import run_side_by_side
+from properties.promote import full_check, on_device
 from properties.report import format_report
 from properties.specs import WorldSpec
 
@@ -18,6 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("spec", type=Path, help="a replay file written by a failing property")
     parser.add_argument("--impl", default=None, help="implementation under test as module:function")
+    parser.add_argument("--device", default=None, help="run on this device instead of the recorded one")
     args = parser.parse_args(argv)
     if args.impl:
         impl_module.select(args.impl)
@@ -26,8 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"cannot read replay spec {args.spec}: {e}", file=sys.stderr)
         return 2
-    sbs = run_side_by_side(spec)
-    mismatches = check_equivalence(sbs)
+    if args.device:
+        spec = on_device(spec, args.device)
+    m = spec.model
+    print(f"replay: {m.numerics} numerics, {m.dtype} on {m.device}")
+    sbs, mismatches = full_check(spec)
     if not mismatches:
         print("replay: no difference")
         return 0

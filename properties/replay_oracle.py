@@ -57,7 +57,7 @@ class ForcedDecision:
 
     def text(self) -> str:
         k = self.key
-        what = f"{k.kind} of seq {k.seq_id}" if k.kind == "token" else f"draft {k.index} of slot {k.seq_id}"
+        what = f"{k.kind} of seq {k.owner}" if k.kind == "token" else f"draft {k.index} of slot {k.owner}"
         return (
             f"{what} at position {k.position}: reference {self.ref_choice}, implementation {self.impl_choice}; "
             f"margins {self.ref_margin:.3g} (reference) and {self.impl_margin:.3g} (implementation) {self.units}, "
@@ -81,15 +81,34 @@ def bootstrapped(sbs: SideBySide) -> list[tuple[ActiveSeq, ActiveSeq]]:
     return [(sbs.before.active[i], sbs.impl.world.active[i]) for i in sbs.before.idxs]
 
 
+class _ArgmaxFails:
+    """The model with its fast-greedy argmax failing: the fault the implementation's sampling of a
+    row met (translated onto the reference), so its replay meets it too."""
+
+    def __init__(self, model: object) -> None:
+        self._model = model
+
+    def argmax_on_device(self, row: torch.Tensor) -> int:
+        raise ModelError("argmax_on_device: injected fault")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._model, name)
+
+
 def replay_token(sbs: SideBySide, b: ActiveSeq, row: torch.Tensor) -> Replay:
-    """The reference semantics of the step's sampling for sequence `b` (as before the step) on `row`."""
+    """The reference semantics of the step's sampling for sequence `b` (as before the step) on `row`,
+    with the faults the implementation's sampling of it met (`Translation.seq_faults`)."""
     a = copy_seq(b)
     world = sbs.before
+    model = world.model
+    slot = b.seq.slot_idx
+    if any(f.op == "argmax_on_device" and f.slot == slot for f in sbs.translation.seq_faults):
+        model = _ArgmaxFails(model)
     pen = penalty_params_for(a, PositionKind.VERIFY, world.sched.watchdog.min_reasoning_floor)
     log = DecisionLog(keep_scores=True)
     with log:
         try:
-            tok = sample_for_seq(world.model, a, row, pen, world.verify_ctx)
+            tok = sample_for_seq(model, a, row, pen, world.verify_ctx)
         except ModelError as e:
             return Replay(None, str(e), log)
     k = a.top_logprobs
@@ -211,7 +230,8 @@ def row_mismatches(sbs: SideBySide) -> list[Mismatch]:
             out.append(_row_mismatch(b.seq_id, "logits row", ref_rows[slot], impl_rows[slot], ("B1", "B2")))
     for key, row in sbs.impl.draft_rows.items():
         ref = sbs.ref.draft_rows.get(key)
-        if ref is not None and _same_inputs(sbs, key) and bool(differing(ref, row, rtol).any()):
+        scale = sbs.ref.unmasked_draft_rows.get(key)
+        if ref is not None and _same_inputs(sbs, key) and bool(differing(ref, row, rtol, scale).any()):
             out.append(_row_mismatch(seq_of.get(key[0]), f"drafter row of draft {key[2]}", ref, row, ("B17",)))
     return out
 
@@ -263,7 +283,7 @@ def next_forced(sbs: SideBySide) -> tuple[list[ForcedDecision], list[str]]:
     for d in sbs.ref.decisions:
         if d.key.kind in CUT_KINDS or d.forced:
             continue
-        slot = d.key.seq_id if d.key.kind == "draft" else slot_of_seq[d.key.seq_id]
+        slot = d.key.owner if d.key.kind == "draft" else slot_of_seq[d.key.owner]
         choice = choices.get(d.key)
         if choice is None or choice == d.chosen or slot in settled:
             continue
@@ -279,10 +299,11 @@ def next_forced(sbs: SideBySide) -> tuple[list[ForcedDecision], list[str]]:
 def explain(sbs: SideBySide, d: Decision, choice: int, slot: int) -> tuple[ForcedDecision | None, str]:
     """The forced decision for reference decision `d` taken as `choice` by the implementation, or
     None and why it is not explained by rounding."""
-    what = f"{d.key.kind} {d.key.index} of slot {slot}" if d.key.kind == "draft" else f"token of seq {d.key.seq_id}"
+    what = f"{d.key.kind} {d.key.index} of slot {slot}" if d.key.kind == "draft" else f"token of seq {d.key.owner}"
     rtol = rounding(sbs.spec.model.dtype, sbs.spec.model.numerics == "exact")
     if d.key.kind == "token":
         ref_row, impl_row = sbs.ref.model.rows.get(slot), sbs.impl.model.rows.get(slot)
+        scale = None
         replay = replay_of(sbs, slot)
         impl_scores = _scores_of(replay.log, d.key) if replay is not None else None
         if replay is None or replay.token != choice:
@@ -290,12 +311,13 @@ def explain(sbs: SideBySide, d: Decision, choice: int, slot: int) -> tuple[Force
     else:
         k = (slot, d.key.position, d.key.index)
         ref_row, impl_row = sbs.ref.draft_rows.get(k), sbs.impl.draft_rows.get(k)
+        scale = sbs.ref.unmasked_draft_rows.get(k)
         impl_scores = impl_row.double() if impl_row is not None else None
         if impl_row is not None and argmax_lowest(impl_row) != choice:
             return None, f"{what}: the implementation's {choice} is not the argmax of its own drafter row"
     if ref_row is None or impl_row is None or d.scores is None or impl_scores is None:
         return None, f"{what}: the rows it was decided on were not captured"
-    if bool(differing(ref_row, impl_row, rtol).any()):
+    if bool(differing(ref_row, impl_row, rtol, scale).any()):
         return None, f"{what}: the rows differ beyond rounding ({row_difference(ref_row, impl_row):.3g})"
     delta = row_difference(ref_row, impl_row)
     ref_margin = float(d.scores[d.chosen] - d.scores[choice])
@@ -357,7 +379,7 @@ def _cut_explains(sbs: SideBySide, d: Decision, slot: int, delta: float) -> tupl
         logs.append(replay.log.records)
     for records in logs:
         for r in records:
-            if r.key.seq_id != d.key.seq_id or r.key.position != d.key.position or r.key.kind not in CUT_KINDS:
+            if r.key.owner != d.key.owner or r.key.position != d.key.position or r.key.kind not in CUT_KINDS:
                 continue
             if r.key.kind == "topk" and r.margin <= moved:
                 return r.margin, moved, "logits (top-k cut)"

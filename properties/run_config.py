@@ -13,6 +13,10 @@ ENV_NUMERICS = "MTP_VERIFY_NUMERICS"
 ENV_MAX_N = "MTP_VERIFY_MAX_N"
 ENV_DTYPE = "MTP_VERIFY_DTYPE"
 DTYPES = ("float64", "float32", "bfloat16")
+# Largest mix by device when `--max-n` is not given. A GPU checks the batch sizes an engine serves;
+# the CPU keeps examples cheap but goes past the exact numerics' row tile (8), so the multi-tile
+# path of every batched pass is checked on every run.
+DEFAULT_MAX_N = {"cpu": 12, "cuda": 64}
 
 
 @dataclass(slots=True, frozen=True)
@@ -51,7 +55,7 @@ def current() -> RunConfig:
         dtypes = ("float32",) if on_gpu else ("float64", "float32")
     else:
         dtypes = ("bfloat16",) if on_gpu else ("float32",)
-    raw_n = os.environ.get(ENV_MAX_N) or "8"
+    raw_n = os.environ.get(ENV_MAX_N) or str(DEFAULT_MAX_N["cuda" if on_gpu else "cpu"])
     try:
         max_n = int(raw_n)
     except ValueError:

@@ -48,7 +48,8 @@ class SeqSpec:
     min_tokens: int = 0
     reasoning: bool = False
     stop_ids: tuple[int, ...] = ()
-    tool_call_end_at: int | None = None
+    tool_call_end: bool = True  # whether the request has a tool-call-end token at all
+    tool_call_end_at: int | None = None  # a history position holding it (with tool_call_end)
     # History positions (before the last) that get this row's own top-ranked next tokens, best first:
     # random history tokens almost never sit near the top of the row, so penalties over them (and
     # their scope) would hardly ever change a token. Positions past the history or on the tool-call

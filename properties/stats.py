@@ -1,10 +1,10 @@
-"""Hypothesis `event`/`target` calls that show which paths an example really took, and the
+"""Hypothesis `event` calls that show which paths an example really took, and the
 catalogue of the paths a run should reach (`expected_paths`), so a report can name the ones it
 did not."""
 
 from __future__ import annotations
 
-from hypothesis import event, target
+from hypothesis import event
 
 from properties.faults import ALTERNATES, BATCHED_STEP_OPS
 from properties.harness import SideBySide
@@ -60,4 +60,3 @@ def record_paths(sbs: SideBySide) -> None:
         event("registered difference D1")
     if sbs.forced_decisions:
         event("near-tie forced")
-    target(float(len(sbs.spec.bootstrap)), label="rows bootstrapped")

@@ -1,10 +1,22 @@
 """Hypothesis strategies for worlds: model configs, sequence mixes, step levers and fault plans.
 
-Every strategy shrinks toward the plainest case: one or two greedy sequences with no grammar, no
-penalties and no faults, in the default model.
+The strategies are aimed at the batched paths: most examples bootstrap two rows or more, most form a
+batched propose group that returns drafts, and a fair share form two groups (a cap of 2 is drawn
+often for that); a third of the rows sample, at continuous temperatures (tiny ones too) with top-p
+cuts; some grammar rows walk their grammar to its end, so that the step's token ends the grammar.
+`docs/generators.md` gives the measured statistics and `tests/test_generator_targets.py` asserts them.
+
+Every strategy shrinks toward the plainest case: two greedy sequences with no grammar, no penalties
+and no faults, in the default model. Choices list the plain value first (`sampled_from` shrinks to
+its first element, `one_of` to its first branch). Constant strategies are built once, here, and the
+few that depend on drawn values are cached by their bounds: building a strategy on every draw costs
+more than the draw.
 """
 
 from __future__ import annotations
+
+import functools
+from dataclasses import replace
 
 from hypothesis import strategies as st
 
@@ -14,122 +26,320 @@ from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 GRAMMARS = ("json", "regex", "ebnf")
 SLOT_BUCKETS = (8, 16, 64, 256)
+# A history this long walks any of the ready-made grammars to its end (measured: at most 38 tokens),
+# where only EOS is allowed; the walk stops there, so the step's token ends the grammar.
+GRAMMAR_WALK_TO_END = 40
 
 
 def slots_for(n: int) -> int:
     return next(b for b in SLOT_BUCKETS if b >= n)
 
 
+@functools.lru_cache(maxsize=512)
+def ints(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """`st.integers(lo, hi)`, built once per pair of bounds."""
+    return st.integers(lo, hi)
+
+
+@functools.lru_cache(maxsize=64)
+def permutations_of(n: int) -> st.SearchStrategy[list[int]]:
+    return st.permutations(range(n))
+
+
+@functools.lru_cache(maxsize=64)
+def index_sets(n: int, min_size: int) -> st.SearchStrategy[frozenset[int]]:
+    return st.frozensets(st.integers(0, n - 1), min_size=min_size, max_size=n)
+
+
+@functools.lru_cache(maxsize=64)
+def mix_sizes(lo: int, hi: int) -> st.SearchStrategy[int]:
+    """A size in [lo, hi], from the upper half of it two times in three: Hypothesis draws the lower
+    bound of a range often, and two groups of a cap of 2 need four batchable rows or more."""
+    anywhere, upper = st.integers(lo, hi), st.integers(max(lo, (lo + hi + 1) // 2), hi)
+    return st.sampled_from((False, True, True)).flatmap(lambda up: upper if up else anywhere)
+
+
+def one_in(k: int) -> st.SearchStrategy[bool]:
+    """True once in `k` draws; shrinks to False."""
+    return st.integers(0, k - 1).map(lambda x: x == k - 1)
+
+
+BOOLS = st.booleans()
+ONE_IN_3, ONE_IN_4, ONE_IN_8 = one_in(3), one_in(4), one_in(8)
+
+# -- model ------------------------------------------------------------------------------------
+BLOCK_SIZES = st.sampled_from((16, 8, 4))
+VOCAB_SIZES = st.sampled_from((512, 600))
+MAX_SEQ_LENS = st.sampled_from((64, 32, 128))
+# A cap of 2 makes two groups out of four batchable rows (B16 chunking), so it is drawn most.
+GROUP_CAPS = st.sampled_from((2, 4, 2, 3, 2, 2, 8))
+# The model's organic failures, at most one a model, in about 30 % of the models (each one about
+# 7 %): a stash smaller than the batch (B13), a cap of 1 or 0 (no batched propose, B14/B16), a
+# group deeper than the batched drafter (it returns None, B20, for ladders above 2 or 1), a propose
+# meta stride under the drafter table of a long sequence (B25/B26). Each one takes every group it
+# meets off the path where groups return drafts, so together they stay a minority.
+# ("none" also last: Hypothesis draws the ends of a choice more often than the middle.)
+ORGANIC = st.sampled_from(
+    ("none",) * 4 + ("small_cap", "none", "small_stash", "none", "deep_group", "none", "small_stride") + ("none",) * 4
+)
+SMALL_GROUP_CAPS = st.sampled_from((1, 0))
+SMALL_BATCHED_DRAFTS = st.sampled_from((2, 1))
+SMALL_META_STRIDES = st.sampled_from((4, 2, 6))
+# DFlash drafter models: the gate (G5) reads them, the step does not.
+DFLASH_GAMMAS = st.sampled_from((None, None, None, 4))
+WEIGHT_SEEDS = st.integers(0, 3)
+
+
 @st.composite
 def model_specs(draw: st.DrawFn, run: RunConfig, n: int) -> ModelSpec:
     """A model for a mix of `n` sequences on the run's device and numerics."""
-    block_size = draw(st.sampled_from((16, 8, 4)))
+    organic = draw(ORGANIC)
     return ModelSpec(
-        dtype=draw(st.sampled_from(run.dtypes)),
+        dtype=draw(dtypes(run.dtypes)),
         numerics=run.numerics,
         device=run.device,
-        vocab_size=draw(st.sampled_from((512, 600))),
-        block_size=block_size,
-        max_seq_len=draw(st.sampled_from((64, 32, 128))),
+        vocab_size=draw(VOCAB_SIZES),
+        block_size=draw(BLOCK_SIZES),
+        max_seq_len=draw(MAX_SEQ_LENS),
         num_slots=slots_for(n),
-        # The organic failures (a stash smaller than the batch, a group deeper than the batched
-        # drafter, a drafter table over the stride) each take a minority of examples, so that the
-        # batched propose groups (B16-B21) get most of them.
-        stash_capacity=max(64, n) if draw(st.integers(0, 7)) else draw(st.integers(1, max(n, 1))),
-        group_cap=draw(st.sampled_from((4, 2, 3, 8, 4, 2, 1, 0))),
-        max_batched_drafts=draw(st.sampled_from((8, 8, 8, 2, 1))),
-        meta_stride=draw(st.sampled_from((None, None, None, 2, 4, 6))),
-        weights_seed=draw(st.integers(0, 3)),
+        stash_capacity=draw(ints(1, max(n, 1))) if organic == "small_stash" else max(64, n),
+        group_cap=draw(SMALL_GROUP_CAPS) if organic == "small_cap" else draw(GROUP_CAPS),
+        max_batched_drafts=draw(SMALL_BATCHED_DRAFTS) if organic == "deep_group" else 8,
+        meta_stride=draw(SMALL_META_STRIDES) if organic == "small_stride" else None,
+        dflash_gamma=draw(DFLASH_GAMMAS),
+        weights_seed=draw(WEIGHT_SEEDS),
     )
 
 
+@functools.lru_cache(maxsize=8)
+def dtypes(choices: tuple[str, ...]) -> st.SearchStrategy[str]:
+    return st.sampled_from(choices)
+
+
+# -- sequences --------------------------------------------------------------------------------
+CACHE_KINDS = st.sampled_from(("short", "boundary", "near_max"))
+FITTING_CACHE_KINDS = st.sampled_from(("short", "boundary"))
+
+
 @st.composite
-def cache_lengths(draw: st.DrawFn, m: ModelSpec) -> int:
-    """Short, across a block boundary, or near `max_seq_len`."""
-    bs, top = m.block_size, m.max_seq_len - 1
-    kind = draw(st.sampled_from(("short", "boundary", "near_max")))
+def _cache_lengths(draw: st.DrawFn, block_size: int, max_seq_len: int, near_max: bool) -> int:
+    bs, top = block_size, max_seq_len - 1
+    kind = draw(CACHE_KINDS if near_max else FITTING_CACHE_KINDS)
     if kind == "short":
-        return draw(st.integers(1, min(12, top)))
+        return draw(ints(1, min(12, top)))
     if kind == "boundary":
-        k = draw(st.integers(1, max(1, top // bs - 1)))
-        return min(top, k * bs + draw(st.integers(-1, 0)))
-    return top - draw(st.integers(0, 3))
+        k = draw(ints(1, max(1, top // bs - 1)))
+        return min(top, k * bs + draw(ints(-1, 0)))
+    return top - draw(ints(0, 3))
 
 
-STYLES = ("greedy", "greedy", "greedy", "sampled", "penalized", "grammar", "held", "reasoning", "mixed", "mixed")
+@functools.lru_cache(maxsize=64)
+def _cache_lengths_for(block_size: int, max_seq_len: int, near_max: bool) -> st.SearchStrategy[int]:
+    return _cache_lengths(block_size, max_seq_len, near_max)
+
+
+def cache_lengths(m: ModelSpec, near_max: bool = True) -> st.SearchStrategy[int]:
+    """Short, across a block boundary, or near `max_seq_len` (unless `near_max` is false)."""
+    return _cache_lengths_for(m.block_size, m.max_seq_len, near_max)
+
+
+# A plain greedy row or a sampled one most often (the batched argmax needs two greedy rows; a third
+# of the rows sample), or one that varies a single aspect, or everything at once ("mixed").
+STYLES = (
+    "greedy",
+    "sampled",
+    "greedy",
+    "sampled",
+    "penalized",
+    "greedy",
+    "sampled",
+    "grammar",
+    "held",
+    "sampled",
+    "reasoning",
+    "mixed",
+    "greedy",
+)
+STYLE = st.sampled_from(STYLES)
+N_OUT = st.integers(0, 6)
+# Temperatures are continuous: the usual range, tiny positive ones (near greedy, the scores of a row
+# spread far apart) and hot ones (near uniform); the round values first, for shrinking.
+TEMPERATURES = st.one_of(
+    st.sampled_from((1.0, 0.3, 5.0)),
+    st.floats(0.05, 5.0),
+    st.floats(1e-3, 0.05),
+)
+TOP_KS = st.sampled_from((0, 1, 5, 40, 2))
+TOP_PS = st.one_of(st.just(1.0), st.sampled_from((0.9, 0.5)), st.floats(0.01, 0.99))
+REPETITIONS = st.sampled_from((1.3, 0.8, 1.0))
+FREQUENCIES = st.sampled_from((0.0, 0.5))
+PRESENCES = st.sampled_from((0.0, 0.7))
+GRAMMAR_KINDS = st.sampled_from(GRAMMARS)
+TOOL_CALL_END_AT = st.one_of(st.none(), st.integers(0, 5))
+ECHO = st.lists(st.integers(0, 4), unique=True, min_size=1, max_size=2).map(tuple)
+TOP_LOGPROBS = st.one_of(st.none(), st.integers(0, 5))
+SPEC_STATES = st.sampled_from(("on", "on", "on", "on", "backed_off", "reprobe"))
+TOKEN_SEEDS = st.integers(0, 2**16)
+EXTRA_DRAFT_BLOCKS = st.sampled_from((0, 0, 0, 2))
+# Room for the whole ladder most often (a group member needs effective drafts = ladder, B15).
+MAX_TOKENS_LEFT = st.one_of(st.just(16), st.integers(2, 24))
+HOLD_EXTRA = st.sampled_from((1, 3))  # min tokens past the history: held for this token, or longer
+
+
+@functools.lru_cache(maxsize=8)
+def stop_id_lists(vocab_size: int) -> st.SearchStrategy[tuple[int, ...]]:
+    return st.lists(st.integers(3, vocab_size - 1), max_size=2).map(tuple)
 
 
 @st.composite
-def seq_specs(draw: st.DrawFn, m: ModelSpec, slot_idx: int, ssm_slot: int | None) -> SeqSpec:
+def seq_specs(
+    draw: st.DrawFn, m: ModelSpec, slot_idx: int = 0, ssm_slot: int | None = 0, long_tables: bool = True
+) -> SeqSpec:
     """One sequence: sampling parameters, history, limits, grammar, speculation state.
 
-    A style draws a plain greedy row most often (the batched argmax needs two of them), or one
-    that varies a single aspect, or one that varies everything at once ("mixed")."""
-    style = draw(st.sampled_from(STYLES))
+    A style draws a plain greedy row most often (the batched argmax needs two of them), a sampled
+    one next, or one that varies a single aspect, or one that varies everything at once ("mixed").
+    A grammar row walks its grammar to the end once in four. Without `long_tables`, the drafter
+    block table fits the model's default propose-meta stride: no cache near `max_seq_len`, no extra
+    drafter blocks."""
+    style = draw(STYLE)
     mixed = style == "mixed"
-    n_out = draw(st.integers(0, 6))
-    sampled = style == "sampled" or (mixed and draw(st.booleans()))
-    temperature = draw(st.sampled_from((1.0, 0.3, 5.0))) if sampled else 0.0
-    penalties = style == "penalized" or (mixed and draw(st.booleans()))
-    grammar = draw(st.sampled_from(GRAMMARS)) if style == "grammar" or (mixed and draw(st.booleans())) else None
-    held = style == "held" or (mixed and draw(st.booleans()))
+    sampled = style == "sampled" or (mixed and draw(BOOLS))
+    penalties = style == "penalized" or (mixed and draw(BOOLS))
+    grammar = draw(GRAMMAR_KINDS) if style == "grammar" or (mixed and draw(BOOLS)) else None
+    held = style == "held" or (mixed and draw(BOOLS))
+    n_out = GRAMMAR_WALK_TO_END if grammar is not None and draw(ONE_IN_4) else draw(N_OUT)
     return SeqSpec(
-        cache_len=draw(cache_lengths(m)),
+        cache_len=draw(cache_lengths(m, long_tables)),
         n_out=n_out,
-        max_tokens_left=draw(st.integers(2, 24)) if draw(st.integers(0, 5)) else 1,  # 1: this token is the last
-        temperature=temperature,
-        top_k=draw(st.sampled_from((0, 1, 5, 40))) if sampled else 0,
-        top_p=draw(st.sampled_from((1.0, 0.9, 0.5))) if sampled else 1.0,
-        repetition=draw(st.sampled_from((1.3, 0.8, 1.0))) if penalties else 1.0,
-        frequency=draw(st.sampled_from((0.0, 0.5))) if penalties else 0.0,
-        presence=draw(st.sampled_from((0.0, 0.7))) if penalties else 0.0,
-        min_tokens=draw(st.sampled_from((n_out + 1, n_out + 3))) if held else 0,
-        reasoning=style == "reasoning" or (mixed and draw(st.booleans())),
-        stop_ids=tuple(draw(st.lists(st.integers(3, m.vocab_size - 1), max_size=2))) if mixed else (),
-        tool_call_end_at=draw(st.one_of(st.none(), st.integers(0, 5))),
-        echo=tuple(draw(st.lists(st.integers(0, 4), unique=True, min_size=1, max_size=2))) if penalties else (),
+        max_tokens_left=1 if draw(ONE_IN_8) else draw(MAX_TOKENS_LEFT),  # 1: this token is the last
+        temperature=draw(TEMPERATURES) if sampled else 0.0,
+        top_k=draw(TOP_KS) if sampled else 0,
+        top_p=draw(TOP_PS) if sampled else 1.0,
+        repetition=draw(REPETITIONS) if penalties else 1.0,
+        frequency=draw(FREQUENCIES) if penalties else 0.0,
+        presence=draw(PRESENCES) if penalties else 0.0,
+        min_tokens=n_out + draw(HOLD_EXTRA) if held else 0,
+        reasoning=style == "reasoning" or (mixed and draw(BOOLS)),
+        stop_ids=draw(stop_id_lists(m.vocab_size)) if mixed else (),
+        tool_call_end=draw(MOSTLY_ON),
+        tool_call_end_at=draw(TOOL_CALL_END_AT),
+        echo=draw(ECHO) if penalties else (),
         grammar=grammar,
-        top_logprobs=draw(st.one_of(st.none(), st.integers(0, 5))),
-        spec=draw(st.sampled_from(("on", "on", "backed_off", "reprobe"))),
+        top_logprobs=draw(TOP_LOGPROBS),
+        spec=draw(SPEC_STATES),
         ssm_slot=ssm_slot,
         slot_idx=slot_idx,
-        token_seed=draw(st.integers(0, 2**16)),
-        extra_draft_blocks=draw(st.sampled_from((0, 0, 0, 2))),
+        token_seed=draw(TOKEN_SEEDS),
+        extra_draft_blocks=draw(EXTRA_DRAFT_BLOCKS) if long_tables else 0,
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _seq_specs_for(m: ModelSpec, long_tables: bool) -> st.SearchStrategy[SeqSpec]:
+    return seq_specs(m, long_tables=long_tables)
+
+
+# -- step -------------------------------------------------------------------------------------
 MOSTLY_ON = st.sampled_from((True, True, True, False))
+# Ladders of 1-4 drafts most often (a batched group needs effective drafts = ladder, B15); any
+# depth up to the longest, 0 included (no batched propose, B16), besides.
+# (3 also last, and 0 inside: Hypothesis draws the ends of a choice more often than the middle.)
+LADDERS = st.sampled_from((3, 1, 2, 4, 1, 5, 0, 6, 2, 7, 8, 4, 3))
+DRAFT_STOP_LOGPROBS = st.sampled_from((None, -2.0))
+REASONING_FLOORS = st.sampled_from((0, 4, 12))
 
 
 @st.composite
 def step_specs(draw: st.DrawFn, ladder_max: int = 8) -> StepSpec:
     """Levers mostly at their serving defaults (so the batched paths engage), sometimes off."""
-    conf_on = draw(st.booleans())
+    conf_on = draw(BOOLS)
     return StepSpec(
-        ladder_nd=draw(st.one_of(st.sampled_from((3, 1, 2, 4)), st.integers(0, ladder_max))),
+        ladder_nd=draw(LADDERS if ladder_max == 8 else ints(0, ladder_max)),
         mtp_boot_argmax=draw(MOSTLY_ON),
-        dcut_enabled=conf_on and draw(st.booleans()),
-        draft_stop_logprob=draw(st.sampled_from((None, -2.0))) if conf_on else None,
+        dcut_enabled=conf_on and draw(BOOLS),
+        draft_stop_logprob=draw(DRAFT_STOP_LOGPROBS) if conf_on else None,
         fast_greedy_grammar=draw(MOSTLY_ON),
-        force_temp_zero=not draw(MOSTLY_ON),
-        min_reasoning_floor=draw(st.sampled_from((0, 4, 12))),
+        force_temp_zero=draw(ONE_IN_4),
+        min_reasoning_floor=draw(REASONING_FLOORS),
     )
 
 
+STEP_SPECS = step_specs()
+
+# -- faults -----------------------------------------------------------------------------------
+# How many faults a plan carries: one most often; two (both can fire) or none besides.
+FAULT_COUNTS = {1: st.sampled_from((1, 1, 0)), 2: st.sampled_from((1, 2, 1, 0))}
+# The operation of a fault, weighted so that each (operation, call index) is planned and fires in a
+# sample of a few hundred examples: a group propose needs a group, the later calls of a per-row
+# operation need several rows, the per-row greedy scan a greedy row that samples per row and the
+# save from the stash a fallback propose, while `decode_batch` (an error or one of four bad rows)
+# and the stash are called in nearly every step.
+FAULT_OP_CHOICES = (
+    "start_checkpoint_async",
+    "decode_batch",
+    "argmax_on_device",
+    "run_mtp_propose_batched",
+    "stash_verify_hidden_rows",
+    "argmax_on_device",
+    "decode_batch",
+    "run_mtp_propose_multi",
+    "argmax_batch",
+    "save_hidden_for_mtp_from_stash",
+    "run_mtp_propose_batched",
+    "decode_batch",
+    "argmax_on_device",
+    "run_mtp_propose_multi",
+    "save_hidden_for_mtp_from_stash",
+    "run_mtp_propose_batched",
+    "start_checkpoint_async",
+)
+FAULT_OPS = st.sampled_from(FAULT_OP_CHOICES)
+FAULT_KINDS = {op: st.sampled_from(("err", *ALTERNATES[op])) for op in BATCHED_STEP_OPS}
+FAULT_ROWS = st.one_of(st.none(), st.integers(0, 7))
+MAX_CALL_INDEX = 2
+
+
+@functools.lru_cache(maxsize=8)
+def call_indices(calls: int) -> st.SearchStrategy[int]:
+    """The index of the faulted call of an operation called up to `calls` times a step (at least
+    once): the first call most often, the second or third where there are that many."""
+    return st.sampled_from(tuple(k for k in (0, 1, 2, 0, 1, 2) if k < max(1, min(calls, MAX_CALL_INDEX + 1))))
+
+
+def calls_of(op: str, rows: int, group_cap: int) -> int:
+    """How many calls of `op` a step over `rows` rows can make: one for an operation called once a
+    step, a group for every `group_cap` rows, else one per row."""
+    if op in ONCE_PER_STEP:
+        return 1
+    if op == "run_mtp_propose_batched":
+        return rows // max(group_cap, 2)
+    return rows
+
+
 @st.composite
-def fault_specs(draw: st.DrawFn, max_faults: int = 2) -> tuple[FaultSpec, ...]:
-    """Up to `max_faults` faults: an error or an alternate result of any model call the batched
-    step makes, at its first few calls (the first, for an operation called once a step), for any
-    member of a batched call."""
-    faults = []
-    for _ in range(draw(st.integers(0, max_faults))):
-        op = draw(st.sampled_from(BATCHED_STEP_OPS))
-        kind = draw(st.sampled_from(("err", *ALTERNATES[op])))
-        call = 0 if op in ONCE_PER_STEP else draw(st.integers(0, 2))
-        faults.append(FaultSpec(op, call, kind, draw(st.one_of(st.none(), st.integers(0, 7)))))
+def fault_specs(draw: st.DrawFn, max_faults: int = 2, rows: int = 8, group_cap: int = 2) -> tuple[FaultSpec, ...]:
+    """Up to `max_faults` faults (one most often): an error or an alternate result of any model call
+    the batched step makes, at one of its first three calls (the first, for an operation called once
+    a step; one the step can make for a mix of `rows` rows and a group cap of `group_cap`), for any
+    member of a batched call. No two faults address the same call."""
+    counts = FAULT_COUNTS[max_faults] if max_faults in FAULT_COUNTS else ints(0, max_faults)
+    faults: list[FaultSpec] = []
+    for _ in range(draw(counts)):
+        op = draw(FAULT_OPS)
+        call = draw(call_indices(calls_of(op, rows, group_cap)))
+        if any(f.op == op and f.call == call for f in faults):
+            continue  # only the first fault on a call can fire
+        faults.append(FaultSpec(op, call, draw(FAULT_KINDS[op]), draw(FAULT_ROWS)))
     return tuple(faults)
 
 
+@functools.lru_cache(maxsize=64)
+def _fault_specs_for(rows: int, group_cap: int) -> st.SearchStrategy[tuple[FaultSpec, ...]]:
+    return fault_specs(2, rows, group_cap)
+
+
+# -- worlds -----------------------------------------------------------------------------------
 @st.composite
 def world_specs(
     draw: st.DrawFn,
@@ -141,23 +351,32 @@ def world_specs(
     model: st.SearchStrategy[ModelSpec] | None = None,
 ) -> WorldSpec:
     """A whole example: n sequences (slots any permutation, some without an SSM slot), which of
-    them bootstrap, the step's levers, and optionally a fault plan."""
-    n = draw(st.integers(min_n, max(min_n, run.max_n)))
+    them bootstrap, the step's levers, and optionally a fault plan.
+
+    Mixes of two or more sequences, all of them bootstrapping, most often; a single sequence (one
+    in eight, where the run allows it) and a subset (one in three) besides. One world in four has
+    sequences near `max_seq_len` and drafter tables with extra blocks: any one of them overflows the
+    default propose-meta stride and fails its whole group (B26), so they stay out of the others."""
+    top = max(min_n, run.max_n)
+    lo = max(min_n, 2) if top >= 2 and not draw(ONE_IN_8) else min_n
+    n = draw(mix_sizes(lo, top))
     m = draw(model) if model is not None else draw(model_specs(run, n))
-    slots = draw(st.permutations(range(m.num_slots)))[:n]
-    ssm = draw(st.permutations(range(m.num_slots)))[:n]
-    no_ssm = draw(st.sets(st.integers(0, n - 1), max_size=n))
-    seqs = tuple(draw(seq_specs(m, slots[i], None if i in no_ssm else ssm[i])) for i in range(n))
-    if draw(st.booleans()):
-        bootstrap = tuple(range(n))
-    else:
-        chosen = draw(st.sets(st.integers(0, n - 1), min_size=min(min_n, n), max_size=n))
+    slots = draw(permutations_of(m.num_slots))[:n]
+    ssm = draw(permutations_of(m.num_slots))[:n]
+    no_ssm = draw(index_sets(n, 0)) if draw(BOOLS) else frozenset()
+    seq = _seq_specs_for(m, draw(ONE_IN_4))
+    seqs = tuple(replace(draw(seq), slot_idx=slots[i], ssm_slot=None if i in no_ssm else ssm[i]) for i in range(n))
+    if n >= 2 and draw(ONE_IN_3):
+        # a subset, of two rows or more mostly (a batch with rows that stay out of it)
+        chosen = draw(index_sets(n, min(max(min_n, 1 if draw(ONE_IN_4) else 2), n)))
         bootstrap = tuple(sorted(chosen)) or (0,)
+    else:
+        bootstrap = tuple(range(n))
     return WorldSpec(
         model=m,
         seqs=seqs,
         bootstrap=bootstrap,
-        step=draw(step) if step is not None else draw(step_specs()),
-        cache_seed=draw(st.integers(0, 2**16)),
-        faults=draw(fault_specs()) if faults else (),
+        step=draw(step) if step is not None else draw(STEP_SPECS),
+        cache_seed=draw(TOKEN_SEEDS),
+        faults=draw(_fault_specs_for(len(bootstrap), m.group_cap)) if faults else (),
     )

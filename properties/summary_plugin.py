@@ -58,7 +58,7 @@ def is_worker(config: pytest.Config) -> bool:
 
 @pytest.hookimpl
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    counters.current_test = item.nodeid
+    counters.current_test = item.nodeid  # also where the root conftest (and the budget) is not loaded
 
 
 @pytest.hookimpl(wrapper=True)

@@ -29,7 +29,15 @@ from properties.strategies import world_specs
 
 RUN = current()
 # Fields decided by the token (or computed from it), and by the drafts.
-AFTER_TOKEN = ("output_tokens", "output_logprobs", "last_token", "finished", "finish_reason", "spec", "grammar_state")
+AFTER_TOKEN = (
+    "output_tokens",
+    "output_logprobs",
+    "last_token",
+    "finished",
+    "finish_reason",
+    "adaptive_spec",
+    "grammar_state",
+)
 AFTER_DRAFTS = ("pending_drafts", "pending_draft_conf", "draft_kv_k", "draft_kv_v")
 # Fields the replay oracle holds against each variant's own rows (fast numerics).
 REPLAYED = ("output_logprobs", "pending_draft_conf")

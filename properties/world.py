@@ -19,7 +19,7 @@ from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from reference.errors import ModelError
 from reference.model.config import ModelConfig
 from reference.sched_ctx import Levers, LogitsContext, SamplingConfig, SchedCtx, Watchdog
-from reference.state import ActiveSeq, AdaptiveSpec, SequenceState, SpecMode
+from reference.state import ActiveSeq, AdaptiveSpeculation, SequenceState, SpeculationMode
 from reference.vocab import build_vocab
 
 MAX_DRAFTS = 8  # longest ladder the strategies ask for
@@ -61,7 +61,7 @@ def copy_seq(a: ActiveSeq) -> ActiveSeq:
         pending_drafts=list(a.pending_drafts),
         pending_draft_conf=list(a.pending_draft_conf),
         grammar_state=a.grammar_state.fork() if a.grammar_state is not None else None,
-        spec=replace(a.spec),
+        adaptive_spec=replace(a.adaptive_spec),
     )
 
 
@@ -122,14 +122,14 @@ def sched_for(step: StepSpec) -> tuple[SchedCtx, LogitsContext]:
     return sched, ctx
 
 
-def adaptive_for(s: SeqSpec) -> AdaptiveSpec:
+def adaptive_for(s: SeqSpec) -> AdaptiveSpeculation:
     """on: speculating; backed_off: still waiting after this step's tick; reprobe: due this step."""
     if s.spec == "on":
-        return AdaptiveSpec()
+        return AdaptiveSpeculation()
     if s.spec == "backed_off":
-        return AdaptiveSpec(mode=SpecMode.BACKED_OFF, backoff_remaining=2, serial_steps=3)
+        return AdaptiveSpeculation(mode=SpeculationMode.BACKED_OFF, backoff_remaining=2, serial_steps=3)
     if s.spec == "reprobe":
-        return AdaptiveSpec(mode=SpecMode.BACKED_OFF, backoff_remaining=1, serial_steps=5, probes=1)
+        return AdaptiveSpeculation(mode=SpeculationMode.BACKED_OFF, backoff_remaining=1, serial_steps=5, probes=1)
     raise ValueError(f"SeqSpec.spec={s.spec!r}: expected on, backed_off or reprobe")
 
 
@@ -160,7 +160,7 @@ def build_seq(s: SeqSpec, seq_id: int, m: ModelSpec, ladder_nd: int, blocks: _Bl
         grammar, history = grammar_history(s.grammar, m.vocab_size, s.n_out, gen)
     else:
         history = torch.randint(FIRST_PLAIN_TOKEN, m.vocab_size, (s.n_out,), generator=gen).tolist()
-        if s.tool_call_end_at is not None and s.n_out > 0:
+        if s.tool_call_end and s.tool_call_end_at is not None and s.n_out > 0:
             history[min(s.tool_call_end_at, s.n_out - 1)] = vocab.tool_call_end_id
     last = history[-1] if history else int(torch.randint(FIRST_PLAIN_TOKEN, m.vocab_size, (1,), generator=gen))
     if s.last_token is not None:
@@ -191,9 +191,9 @@ def build_seq(s: SeqSpec, seq_id: int, m: ModelSpec, ladder_nd: int, blocks: _Bl
         top_logprobs=s.top_logprobs,
         stop_ids=s.stop_ids,
         min_tokens=s.min_tokens,
-        tool_call_end_token=vocab.tool_call_end_id,
+        tool_call_end_token=vocab.tool_call_end_id if s.tool_call_end else None,
         reasoning_end_token=vocab.reasoning_end_id if s.reasoning else None,
-        spec=adaptive_for(s),
+        adaptive_spec=adaptive_for(s),
     )
 
 

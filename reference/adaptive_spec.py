@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from reference.sched_ctx import SchedCtx
-from reference.state import ActiveSeq, SpecMode
+from reference.state import ActiveSeq, SpeculationMode
 
 # A verify accepting fewer than this fraction of its drafts backs speculation off.
 MIN_ACCEPT_RATE = 0.5
@@ -15,9 +15,9 @@ MIN_ACCEPT_RATE = 0.5
 def tick_serial(a: ActiveSeq, sched: SchedCtx) -> None:
     """Count one serial step: `serial_steps` += 1; while BACKED_OFF, `backoff_remaining` counts
     down to 0 (never below)."""
-    a.spec.serial_steps += 1
-    if a.spec.mode is SpecMode.BACKED_OFF and a.spec.backoff_remaining > 0:
-        a.spec.backoff_remaining -= 1
+    a.adaptive_spec.serial_steps += 1
+    if a.adaptive_spec.mode is SpeculationMode.BACKED_OFF and a.adaptive_spec.backoff_remaining > 0:
+        a.adaptive_spec.backoff_remaining -= 1
 
 
 def spec_allowed(a: ActiveSeq, sched: SchedCtx) -> bool:
@@ -25,12 +25,12 @@ def spec_allowed(a: ActiveSeq, sched: SchedCtx) -> bool:
     with `backoff_remaining` == 0: a re-probe: True, `probes` += 1 and `backoff_remaining` =
     `sched.spec_backoff_steps` (the mode stays BACKED_OFF until a verify outcome turns it ON), so a
     second call in the same step returns False (or re-probes again when the backoff is 0 steps)."""
-    if a.spec.mode is SpecMode.ON:
+    if a.adaptive_spec.mode is SpeculationMode.ON:
         return True
-    if a.spec.backoff_remaining > 0:
+    if a.adaptive_spec.backoff_remaining > 0:
         return False
-    a.spec.probes += 1
-    a.spec.backoff_remaining = sched.spec_backoff_steps
+    a.adaptive_spec.probes += 1
+    a.adaptive_spec.backoff_remaining = sched.spec_backoff_steps
     return True
 
 
@@ -46,8 +46,8 @@ def record_verify_outcome(
     if proposed == 0:
         return
     if accepted < min_rate * proposed:
-        a.spec.mode = SpecMode.BACKED_OFF
-        a.spec.backoff_remaining = sched.spec_backoff_steps
+        a.adaptive_spec.mode = SpeculationMode.BACKED_OFF
+        a.adaptive_spec.backoff_remaining = sched.spec_backoff_steps
     else:
-        a.spec.mode = SpecMode.ON
-        a.spec.backoff_remaining = 0
+        a.adaptive_spec.mode = SpeculationMode.ON
+        a.adaptive_spec.backoff_remaining = 0

@@ -18,12 +18,14 @@ _current: contextvars.ContextVar[DecisionLog | None] = contextvars.ContextVar("d
 
 @dataclass(slots=True, frozen=True)
 class DecisionKey:
-    """Which decision: the sequence, the output position it is for, its kind and index.
+    """Which decision: whose, the output position it is for, its kind and index.
 
     kind: "token" (the emitted token), "topk" / "topp" (a cut), "draft" (index = draft number).
+    owner: the sequence id for a token or a cut; the sequence slot for a draft (the model decides
+    drafts and knows slots, not sequence ids).
     """
 
-    seq_id: int
+    owner: int
     position: int
     kind: str
     index: int = 0

@@ -25,6 +25,8 @@ from reference.verify import VerifyOutcome, verify_seq
 
 # The bootstrap step's signature: (model, active, sched, idxs, ladder_nd, verify_ctx).
 BootstrapFn = Callable[[TinyMtpModel, list[ActiveSeq], SchedCtx, list[int], int, LogitsContext], object]
+# The verify step's signature (`reference.verify.verify_seq`): (model, seq, prompt, sched, verify_ctx).
+VerifyFn = Callable[[TinyMtpModel, ActiveSeq, tuple[int, ...], SchedCtx, LogitsContext], VerifyOutcome]
 
 
 @dataclass(slots=True, frozen=True)
@@ -127,8 +129,9 @@ def admit_waiting(eng: Engine) -> list[int]:
     return out
 
 
-def engine_step(eng: Engine, bootstrap: BootstrapFn) -> StepRecord:
-    """One step of the loop (see the module docstring)."""
+def engine_step(eng: Engine, bootstrap: BootstrapFn, verify: VerifyFn = verify_seq) -> StepRecord:
+    """One step of the loop (see the module docstring); `verify` is the verify step (an oracle may
+    wrap it to keep the rows each verify decided on)."""
     rec = StepRecord(admitted=admit_waiting(eng))
     for a, req in live(eng):
         grow_tables(eng.model, eng.resources, a, req, eng.ladder_nd)
@@ -140,7 +143,7 @@ def engine_step(eng: Engine, bootstrap: BootstrapFn) -> StepRecord:
     for a in to_verify:
         if not a.finished and a.pending_drafts:
             prompt = eng.requests[a.seq_id].prompt
-            rec.verified.append(verify_seq(eng.model, a, prompt, eng.sched, eng.verify_ctx))
+            rec.verified.append(verify(eng.model, a, prompt, eng.sched, eng.verify_ctx))
     eng.steps += 1
     rec.released = release_finished(eng)
     return rec

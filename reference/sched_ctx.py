@@ -1,9 +1,20 @@
 """The scheduler context of a step: levers (with their environment switches), sampling config,
-watchdog and telemetry."""
+watchdog and telemetry.
+
+The environment is read only where a caller passes it (`SchedCtx.from_env(os.environ)` is how an
+engine starts): nothing here reads `os.environ` by itself, so a world built from a spec is the
+same in every shell.
+
+The switches, as decided:
+- `METRALE_NO_MTP_BATCH_BOOTSTRAP`, `METRALE_NO_MTP_BOOT_ARGMAX`: set to anything but an empty
+  value or a false word (`0`, `false`, `no`, `off`, any case) turns its lever off; so `=0` and
+  `=false` leave the lever on, as a reader of the name expects.
+- `METRALE_DFLASH_UNIFIED_CTX`: a boolean; unset keeps the default (on), a true word
+  (`1`, `true`, `yes`, `on`) or a false word sets it, anything else is a ValueError naming it.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -64,8 +75,8 @@ class Levers:
     draft_stop_logprob: float | None = None
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Levers:
-        env = os.environ if env is None else env
+    def from_env(cls, env: Mapping[str, str], **overrides: object) -> Levers:
+        """Levers from `overrides`, then the environment switches of `env` (module docstring)."""
         levers = cls(**overrides)  # type: ignore[arg-type]
         if env_switch_set(env, ENV_NO_BATCH_BOOTSTRAP):
             levers.mtp_batch_bootstrap = False
@@ -107,3 +118,8 @@ class SchedCtx:
     watchdog: Watchdog = field(default_factory=Watchdog)
     spec_backoff_steps: int = 4  # serial steps a backed-off sequence waits before it re-probes
     telemetry: Telemetry = field(default_factory=Telemetry)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **lever_overrides: object) -> SchedCtx:
+        """A context whose levers are `Levers.from_env(env, **lever_overrides)`; the rest default."""
+        return cls(levers=Levers.from_env(env, **lever_overrides))

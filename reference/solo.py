@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from reference.model.config import ModelConfig
 from reference.model.model import TinyMtpModel
 from reference.model.paged_kv import BlockAllocator
@@ -28,11 +30,19 @@ class SoloResult:
 
 
 def solo_decode(
-    cfg: ModelConfig, weights: Weights, req: Request, sched: SchedCtx, verify_ctx: LogitsContext, seq_id: int = 0
+    cfg: ModelConfig,
+    weights: Weights,
+    req: Request,
+    sched: SchedCtx,
+    verify_ctx: LogitsContext,
+    seq_id: int = 0,
+    rows: dict[int, torch.Tensor] | None = None,
 ) -> SoloResult:
     """`req` decoded plainly and alone (see the module docstring) with the sampling config of
-    `verify_ctx` and the reasoning floor of `sched`; `seq_id` only names its decisions. A sampling
-    failure ends it without a reason, as in the engine; a failing decode raises."""
+    `verify_ctx` and the reasoning floor of `sched`; `seq_id` names its decisions (a `DecisionLog`
+    installed by the caller records them, and may force them). `rows`, when given, receives the
+    logits row each token was sampled from, by output position. A sampling failure ends it without
+    a reason, as in the engine; a failing decode raises."""
     req.check(cfg.vocab_size, cfg.max_seq_len)
     model = TinyMtpModel(cfg, weights)
     blocks = BlockAllocator(cfg.num_blocks, cfg.block_size)
@@ -42,6 +52,8 @@ def solo_decode(
     a = active_seq_for(req, seq_id, seq, cfg.vocab_size)
     while not a.finished:
         logits = model.decode(a.last_token, a.seq)
+        if rows is not None:
+            rows[len(a.output_tokens)] = logits.detach().clone()
         tok = sample_and_emit(model, a, logits, sched, verify_ctx, "solo")
         if tok is not None:
             a.last_token = tok

@@ -33,21 +33,18 @@ class SequenceState:
     block_table: list[int] = field(default_factory=list)
     draft_block_table: list[int] = field(default_factory=list)
 
-    def ssm_slot_idx(self) -> int | None:
-        return self.ssm_slot
 
-
-class SpecMode(StrEnum):
+class SpeculationMode(StrEnum):
     ON = "on"
     BACKED_OFF = "backed_off"
 
 
 @dataclass(slots=True)
-class AdaptiveSpec:
+class AdaptiveSpeculation:
     """Adaptive speculation of one sequence. While backed off, `backoff_remaining` counts serial
     steps down to the next re-probe; `probes` counts re-probes taken."""
 
-    mode: SpecMode = SpecMode.ON
+    mode: SpeculationMode = SpeculationMode.ON
     backoff_remaining: int = 0
     serial_steps: int = 0
     probes: int = 0
@@ -90,4 +87,4 @@ class ActiveSeq:
     min_tokens: int = 0  # EOS is held while fewer output tokens than this
     tool_call_end_token: int | None = None
     reasoning_end_token: int | None = None  # the sequence reasons until it emits this token
-    spec: AdaptiveSpec = field(default_factory=AdaptiveSpec)
+    adaptive_spec: AdaptiveSpeculation = field(default_factory=AdaptiveSpeculation)

@@ -1,61 +1,57 @@
 #!/usr/bin/env bash
-# The GPU equivalence session in one ten-minute command (`scripts/gpu_session.sh verify`): the
-# bootstrap benchmarks alone first, then side by side on the one GPU: the nightly job for five
-# minutes in fast bf16, GPU unit tests, the hand-built mixes and the properties in exact float32 and
-# fast bf16, and P1 in fast bf16 from eight processes until the time is spent.
-# `scripts/gpu_session.sh nightly` runs the nightly job alone.
-# Results go under $OUT (default artifacts/gpu), packed into one results.tgz, with a summary printed.
+# The GPU session in two ten-minute commands, each using the whole host (every core, the one GPU):
+#   scripts/gpu_session.sh verify   the nightly job for 5 minutes in fast bf16 at the GPU mix size
+#                                   (P1/P4/P6 examples, false failures, forced decisions), then the
+#                                   mutation catalogue in fast bf16 on cuda, one job per core
+#   scripts/gpu_session.sh bench    the GPU unit tests, the fast-numerics drift of the batched
+#                                   operations, the three-way bootstrap benchmarks, the P1 host
+#                                   throughput benchmark, P9 in fast bf16
+# Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
+# DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|nightly}
+part=${1:?usage: scripts/gpu_session.sh verify|bench}
 OUT=${OUT:-artifacts/gpu}
-res="$OUT/res"
+res="$OUT/res-$part"
 mkdir -p "$res"
 if compgen -G ".whl/*.whl" >/dev/null; then  # packages the GPU image lacks (xgrammar and its needs)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    >"$res/wheels.log" 2>&1 || { echo "wheel install failed"; cat "$res/wheels.log"; exit 1; }
   export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-py=python3
-dev=${DEV:-cuda}  # DEV=cpu rehearses the session on a machine without a GPU
+py=${PY:-python3}
+dev=${DEV:-cuda}
+jobs=$(nproc)
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm --format=csv >"$res/gpu.csv" 2>&1
-$py -c 'import torch, hypothesis, xgrammar; print(torch.__version__, torch.cuda.get_device_name(0), hypothesis.__version__)' | tee "$res/versions.txt"
+$py -c 'import torch, hypothesis; print(torch.__version__, hypothesis.__version__, torch.cuda.is_available() and torch.cuda.get_device_name(0))' \
+  | tee "$res/versions.txt"
 
-run() {  # name, command...: log to $res/name.log, print its last lines
-  local name=$1; shift
+run() {  # name, seconds, command...: time-limited, logged to $res/name.log, its last lines printed
+  local name=$1 limit=$2; shift 2
   local t0=$SECONDS
-  "$@" >"$res/$name.log" 2>&1
+  timeout "$limit" "$@" >"$res/$name.log" 2>&1
   local rc=$?
-  echo "== $name: rc=$rc, $((SECONDS - t0)) s"; tail -n 4 "$res/$name.log"
+  echo "== $name: rc=$rc, $((SECONDS - t0)) s"
+  tail -n 6 "$res/$name.log"
 }
 
 if [ "$part" = verify ]; then
-  run bench $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device $dev --bench-budget 1 \
-    --benchmark-json "$res/bench-gpu.json"
-  run bench-greedy $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device $dev --bench-budget 1 \
-    --bench-mix greedy --benchmark-json "$res/bench-gpu-greedy.json"
-  run nightly $py -m nightly --minutes 5 --device $dev --numerics fast --out "$res/nightly" &
-  run gpu-tests $py -m pytest -q -p no:cacheprovider tests -m gpu
-  for num in exact fast; do
-    MTP_VERIFY_SUMMARY_JSON="$res/mixes-$num.json" run "mixes-$num" $py -m pytest -q -p no:cacheprovider \
-      -p properties.summary_plugin tests/test_batched_step_mixes.py --device $dev --numerics $num
-  done
-  MTP_VERIFY_SUMMARY_JSON="$res/properties-exact.json" run properties-exact $py -m pytest -q -p no:cacheprovider \
-    -p properties.summary_plugin properties --device $dev --numerics exact --hypothesis-profile ci &
-  MTP_VERIFY_SUMMARY_JSON="$res/properties-fast.json" run properties-fast $py -m pytest -q -p no:cacheprovider \
-    -p properties.summary_plugin properties --device $dev --numerics fast --hypothesis-profile ci &
-  minutes=$(( (500 - SECONDS) / 6 ))  # tenths of a minute left for the P1 rounds
-  [ "$minutes" -ge 10 ] || minutes=10
-  minutes="$((minutes / 10)).$((minutes % 10))"
-  for i in 0 1 2 3 4 5 6 7; do  # P1 in fast bf16 from 8 processes, each with its own seeds
-    run "p1-fast-$i" $py -m nightly --minutes "$minutes" --workers 0 --device $dev --numerics fast \
-      --shard $i/8 --shard-by seeds --tests properties/test_p1_equivalence.py --out "$res/p1-fast-$i" \
-      --database-dir "/tmp/db-$i" &
-  done
-  wait
-elif [ "$part" = nightly ]; then
-  run nightly timeout 560 $py -m nightly --minutes 5 --device $dev --numerics fast --out "$res/nightly"
+  run nightly 330 $py -m nightly --minutes "${MINUTES:-5}" --device "$dev" --numerics fast --out "$res/nightly" --pack
+  left=$((560 - SECONDS))
+  run mutants-fast-bf16 "$left" $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" --jobs "$jobs" \
+    --json "$res/mutants-fast-bf16-cuda.json" --markdown "$res/mutants-fast-bf16-cuda.md"
+elif [ "$part" = bench ]; then
+  run gpu-tests 60 $py -m pytest -q -p no:cacheprovider tests -m gpu
+  run drift-bf16 45 $py scripts/fast_drift.py --device "$dev" --dtype bfloat16 --worlds 60 --n 64 \
+    --out "$res/drift-bf16.json"
+  run drift-bf16-serving 45 $py scripts/fast_drift.py --device "$dev" --dtype bfloat16 --worlds 8 --n 64 \
+    --vocab 32768 --hidden 1024 --out "$res/drift-bf16-serving.json"
+  run p1-host 120 $py -m pytest -q -s -p no:cacheprovider benchmarks/bench_p1_host.py --device "$dev" --max-n 64 \
+    --numerics fast --benchmark-json "$res/p1-host.json"
+  run p9-fast 100 $py -m properties.p9_figures --device "$dev" --numerics fast --dtype bfloat16 --minutes 1
+  OUT="$res/vector" run vector-bench $((570 - SECONDS)) bash scripts/gpu_bench_vector.sh
 else
   echo "unknown part $part"; exit 2
 fi
-tar -czf "$OUT/results-$part.tgz" -C "$OUT" res && rm -rf "$res"
-echo "packed $OUT/results-$part.tgz"
+tar -czf "$OUT/results-$part.tgz" -C "$OUT" "res-$part" && rm -rf "$res"
+echo "packed $OUT/results-$part.tgz after $SECONDS s"

@@ -9,7 +9,7 @@ import torch
 from properties.faults import FaultyModel, SeqFault
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from properties.world import World, build_world
-from reference.state import FinishReason, SpecMode
+from reference.state import FinishReason, SpeculationMode
 from reference.step import step_mtp_bootstrap_per_seq
 from reference.telemetry import LogCapture
 
@@ -82,7 +82,7 @@ def test_backed_off_sequence_checkpoints_without_proposing_and_reprobe_proposes(
     w = world(seq(0, spec="backed_off"), seq(1, spec="reprobe"))
     model, _ = run(w)
     assert w.active[0].pending_drafts == [] and w.active[1].pending_drafts
-    assert w.active[1].spec.probes == 2 and w.active[1].spec.mode == SpecMode.BACKED_OFF
+    assert w.active[1].adaptive_spec.probes == 2 and w.active[1].adaptive_spec.mode == SpeculationMode.BACKED_OFF
     assert [c.slots for c in model.calls if c.op == "start_checkpoint_async"] == [(0,), (1,)]
 
 

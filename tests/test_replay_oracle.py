@@ -57,6 +57,7 @@ def swap_top_two(monkeypatch: pytest.MonkeyPatch, below: float, above: float = 0
     monkeypatch.setattr(BatchedMtpModel, "decode_batch", decode_batch)
 
 
+@pytest.mark.forces_decisions
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_divergence_within_rounding_is_forced_and_reported(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
     # A rounding tolerance wide enough that swapping two logits 2 apart is "rounding": the replay

@@ -100,13 +100,13 @@ def world_pair(spec) -> tuple[World, World]:
 def assert_same_world(a: World, b: World) -> None:
     assert a.model.diff_state(b.model) == [], a.model.diff_state(b.model)
     for x, y in zip(a.active, b.active, strict=True):
-        assert (x.output_tokens, x.output_logprobs, x.pending_drafts, x.finished, x.last_token, x.spec) == (
+        assert (x.output_tokens, x.output_logprobs, x.pending_drafts, x.finished, x.last_token, x.adaptive_spec) == (
             y.output_tokens,
             y.output_logprobs,
             y.pending_drafts,
             y.finished,
             y.last_token,
-            y.spec,
+            y.adaptive_spec,
         )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 
@@ -175,10 +174,9 @@ class ModelConfig:
     def draft_blocks_per_seq(self) -> int:
         return self.draft_span // self.block_size
 
-    def resolved_meta_stride(self, env: Mapping[str, str] | None = None) -> int:
-        """The propose-meta stride: METRALE_PROPOSE_META_STRIDE if set, else the configured value,
-        else ceil(max_seq_len / block_size). Raises ValueError for a malformed environment value."""
-        env = os.environ if env is None else env
+    def resolved_meta_stride(self, env: Mapping[str, str]) -> int:
+        """The propose-meta stride: METRALE_PROPOSE_META_STRIDE in `env` if set, else the configured
+        value, else ceil(max_seq_len / block_size). Raises ValueError for a malformed `env` value."""
         override = env_positive_int(env, ENV_PROPOSE_META_STRIDE)
         if override is not None:
             return override

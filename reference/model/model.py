@@ -10,7 +10,7 @@ drafter input `mtp_hidden_in` [H]. Every operation checks all of its inputs befo
 anything: a failing one raises `ModelError` (with its context chain) and changes nothing. The model
 never allocates blocks.
 
-Draft decisions go through `reference.decisions.decide` keyed by `DecisionKey(seq_id=seq.slot_idx,
+Draft decisions go through `reference.decisions.decide` keyed by `DecisionKey(owner=seq.slot_idx,
 position=<propose position>, kind="draft", index=i)`: the model does not know sequence ids, so the
 sequence slot stands in for one.
 """
@@ -72,13 +72,14 @@ class TinyMtpModel:
         self, cfg: ModelConfig, weights: Weights | None = None, env: Mapping[str, str] | None = None
     ) -> None:
         """Build caches and scratch for `cfg`; weights from `cfg.seed` unless given (shared, never
-        written). The propose-meta stride is resolved here, from `env` (default os.environ)."""
+        written). The propose-meta stride is resolved here, from `env` when one is given: by default
+        the model reads no environment, so a world is built from its spec alone."""
         cfg.validate()
         self.cfg = cfg
         self.device = torch.device(cfg.device)
         self.nm = Numerics(cfg.numerics == "exact", cfg.row_tile)
         self.weights = build_weights(cfg) if weights is None else weights
-        self.meta_stride = cfg.resolved_meta_stride(env)
+        self.meta_stride = cfg.resolved_meta_stride({} if env is None else env)
         dt, dev, h = cfg.torch_dtype, self.device, cfg.hidden
         self.kv = PagedKv.zeros(
             cfg.n_attn_layers, cfg.num_blocks, cfg.block_size, cfg.n_heads, cfg.head_dim, dt, dev
@@ -167,8 +168,10 @@ class TinyMtpModel:
             row = logits[0]
             if i == 0 and mask is not None:
                 row = row.masked_fill(~mask.to(row.device), float("-inf"))
-            capture_draft_rows([seq.slot_idx], [position], i, row[None])
-            tok = decide(DecisionKey(seq_id=seq.slot_idx, position=position, kind="draft", index=i), row)
+                capture_draft_rows([seq.slot_idx], [position], i, row[None], logits)
+            else:
+                capture_draft_rows([seq.slot_idx], [position], i, row[None])
+            tok = decide(DecisionKey(owner=seq.slot_idx, position=position, kind="draft", index=i), row)
             drafts.append(tok)
             if conf_out is not None:
                 chosen = torch.tensor([tok], dtype=torch.long, device=row.device)

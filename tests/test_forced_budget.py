@@ -1,0 +1,45 @@
+"""The near-tie budget: a passing test with too many forced decisions fails, with a message that
+says how many and what to look at."""
+
+from __future__ import annotations
+
+import pytest
+
+from properties.forced_budget import ENV_FORCED_BUDGET, budget, over_budget
+
+pytest_plugins = ["pytester"]
+
+
+def test_one_forced_decision_is_always_allowed() -> None:
+    assert over_budget(1, 3, 0.01) is None
+
+
+def test_the_budget_is_a_fraction_of_the_decisions() -> None:
+    assert over_budget(10, 1000, 0.01) is None
+    why = over_budget(11, 1000, 0.01)
+    assert why is not None and "11 of 1000" in why and "allowed 10" in why
+
+
+def test_a_malformed_budget_is_an_error_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_FORCED_BUDGET, "lots")
+    with pytest.raises(ValueError, match=ENV_FORCED_BUDGET):
+        budget()
+    monkeypatch.setenv(ENV_FORCED_BUDGET, "0.5")
+    assert budget() == 0.5
+
+
+def test_the_plugin_fails_a_passing_test_over_budget(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from properties import counters
+
+        def test_many_forced():
+            counters.count_run(5, [0.1] * 5, 100)
+
+        def test_few_forced():
+            counters.count_run(1, [0.1], 100)
+        """
+    )
+    result = pytester.runpytest("-p", "properties.forced_budget")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*near-tie budget exceeded: 5 of 100*"])
