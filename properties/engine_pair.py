@@ -259,7 +259,11 @@ class EnginePair:
         new_d1 = self._d1_slots()
         d1 = frozenset(self.open_d1) | self._d1_entries(new_d1)
         view = StepView(rec_impl, rec_ref, d1, new_d1, self._d4(), before, self._engines_logprobs if fast else None)
-        view.owners_before = Owners(ref_before.active, self.cfg.block_size)
+        # Who held a block or SSM slot at any time in the step: the running requests before it and
+        # the rows it bootstrapped (a request admitted and finished within the step holds its SSM
+        # slot only then).
+        during = list(rnd.sbs.before.active) if rnd.sbs is not None else []
+        view.owners_before = Owners([*ref_before.active, *during], self.cfg.block_size)
         self._count_d1_reads(rec_ref)
         out = [Mismatch(None, "decision the replay oracle cannot explain", "", why, ("B8",)) for why in rnd.refused]
         if rnd.sbs is not None:

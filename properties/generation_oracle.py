@@ -35,7 +35,7 @@ from properties.forced_budget import budget
 from properties.forced_budget import over_budget as budget_exceeded
 from properties.mismatch import Mismatch
 from properties.numerics import differing, rounding, row_difference
-from properties.replay_oracle import CUT_KINDS, ForcedDecision, Replay, explain, replay_of
+from properties.replay_oracle import CUT_KINDS, ForcedDecision, Replay, explain, replay_of, top_ids_explained
 from reference.decisions import Decision, DecisionLog
 from reference.engine import VerifyFn
 from reference.request import Request
@@ -236,25 +236,6 @@ def row_mismatches(spec: Any, ref: Trace, impl: Trace, what: str) -> list[Mismat
                 )
             )
     return out
-
-
-def top_ids_explained(ref: Any, impl: Any, ref_row: torch.Tensor, impl_row: torch.Tensor, rtol: float) -> str | None:
-    """Whether the top-logprob ids of two `TokenLogprobs` of one token differ only by rounding:
-    None when they do, else why not. The rows must agree within `rtol` (the dtype's rounding);
-    then every logprob of two rows whose logits differ by at most d
-    differs by at most 2d, so the j-th best of one row is within 2d of the other's j-th best and
-    the j-th id one row lists sits at most 4d below the other row's j-th best, on the reference row."""
-    if ref is None or impl is None or ref.token != impl.token or len(ref.top) != len(impl.top):
-        return "a different token or a different number of top logprobs"
-    if bool(differing(ref_row, impl_row, rtol).any()):
-        return f"the rows differ beyond rounding ({row_difference(ref_row, impl_row):.3g})"
-    delta = row_difference(ref_row, impl_row)
-    lp = torch.log_softmax(ref_row.detach().double(), dim=0)
-    for (r, _), (m, _) in zip(ref.top, impl.top, strict=True):
-        gap = float(lp[r] - lp[m])
-        if gap > 4 * delta:
-            return f"top id {m} for {r}: {gap:.3g} below it on the reference row, more than 4 x {delta:.3g}"
-    return None
 
 
 def logprobs_differences(

@@ -387,3 +387,24 @@ def _cut_explains(sbs: SideBySide, d: Decision, slot: int, delta: float) -> tupl
             if r.key.kind == "topp" and r.margin <= mass:
                 return r.margin, mass, "probability mass (top-p cut)"
     return None
+
+
+def top_ids_explained(
+    ref: TokenLogprobs | None, impl: TokenLogprobs | None, ref_row: torch.Tensor, impl_row: torch.Tensor, rtol: float
+) -> str | None:
+    """Whether the top-logprob ids of two `TokenLogprobs` of one token differ only by rounding:
+    None when they do, else why not. The rows must agree within `rtol` (the dtype's rounding);
+    then every logprob of two rows whose logits differ by at most d
+    differs by at most 2d, so the j-th best of one row is within 2d of the other's j-th best and
+    the j-th id one row lists sits at most 4d below the other row's j-th best, on the reference row."""
+    if ref is None or impl is None or ref.token != impl.token or len(ref.top) != len(impl.top):
+        return "a different token or a different number of top logprobs"
+    if bool(differing(ref_row, impl_row, rtol).any()):
+        return f"the rows differ beyond rounding ({row_difference(ref_row, impl_row):.3g})"
+    delta = row_difference(ref_row, impl_row)
+    lp = torch.log_softmax(ref_row.detach().double(), dim=0)
+    for (r, _), (m, _) in zip(ref.top, impl.top, strict=True):
+        gap = float(lp[r] - lp[m])
+        if gap > 4 * delta:
+            return f"top id {m} for {r}: {gap:.3g} below it on the reference row, more than 4 x {delta:.3g}"
+    return None

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The GPU session in two ten-minute commands, each using the whole host (every core, the one GPU):
-#   scripts/gpu_session.sh verify   the nightly job for 5 minutes in fast bf16 at the GPU mix size
-#                                   (P1/P4/P6 examples, false failures, forced decisions), then the
-#                                   mutation catalogue in fast bf16 on cuda, one job per core
-#   scripts/gpu_session.sh bench    the GPU unit tests, the fast-numerics drift of the batched
-#                                   operations, the three-way bootstrap benchmarks, the P1 host
-#                                   throughput benchmark, P9 in fast bf16
+#   scripts/gpu_session.sh verify   the measured rounding of fast bf16 (scripts/fast_rounding.py), the
+#                                   nightly job for 5 minutes in fast bf16 at the GPU mix size (examples,
+#                                   false failures, forced decisions), the P1 host throughput benchmark,
+#                                   P9 in fast bf16
+#   scripts/gpu_session.sh mutants  the mutation catalogue in fast bf16 on cuda, one job per core
+#   scripts/gpu_session.sh bench    the GPU unit tests, the three-way bootstrap benchmarks
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|bench}
+part=${1:?usage: scripts/gpu_session.sh verify|mutants|bench}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -36,19 +36,17 @@ run() {  # name, seconds, command...: time-limited, logged to $res/name.log, its
 }
 
 if [ "$part" = verify ]; then
-  run nightly 330 $py -m nightly --minutes "${MINUTES:-5}" --device "$dev" --numerics fast --out "$res/nightly" --pack
-  left=$((560 - SECONDS))
-  run mutants-fast-bf16 "$left" $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" --jobs "$jobs" \
+  run rounding 70 $py scripts/fast_rounding.py --device "$dev" --dtype bfloat16 --examples "${ROUNDING_EXAMPLES:-30}" \
+    --max-n 64 --out "$res/rounding-bf16.json"
+  run nightly 375 $py -m nightly --minutes "${MINUTES:-5}" --device "$dev" --numerics fast --out "$res/nightly" --pack
+  MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-6} run p1-host 70 $py -m pytest -q -s -p no:cacheprovider \
+    benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast --benchmark-json "$res/p1-host.json"
+  run p9-fast 45 $py -m properties.p9_figures --device "$dev" --numerics fast --dtype bfloat16 --minutes 0.5
+elif [ "$part" = mutants ]; then
+  run mutants-fast-bf16 560 $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" --jobs "$jobs" \
     --json "$res/mutants-fast-bf16-cuda.json" --markdown "$res/mutants-fast-bf16-cuda.md"
 elif [ "$part" = bench ]; then
   run gpu-tests 60 $py -m pytest -q -p no:cacheprovider tests -m gpu
-  run drift-bf16 45 $py scripts/fast_drift.py --device "$dev" --dtype bfloat16 --worlds 60 --n 64 \
-    --out "$res/drift-bf16.json"
-  run drift-bf16-serving 45 $py scripts/fast_drift.py --device "$dev" --dtype bfloat16 --worlds 8 --n 64 \
-    --vocab 32768 --hidden 1024 --out "$res/drift-bf16-serving.json"
-  run p1-host 120 $py -m pytest -q -s -p no:cacheprovider benchmarks/bench_p1_host.py --device "$dev" --max-n 64 \
-    --numerics fast --benchmark-json "$res/p1-host.json"
-  run p9-fast 100 $py -m properties.p9_figures --device "$dev" --numerics fast --dtype bfloat16 --minutes 1
   OUT="$res/vector" run vector-bench $((570 - SECONDS)) bash scripts/gpu_bench_vector.sh
 else
   echo "unknown part $part"; exit 2
