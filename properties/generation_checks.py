@@ -23,7 +23,7 @@ from properties.compare import REPLAYED, check_fresh_checkpoint, seq_fields, sha
 from properties.generation_oracle import Taken
 from properties.mismatch import Mismatch, short
 from properties.numerics import differing, rounding, row_difference
-from properties.world_state import BUFFER_IDS, BufferDiff, Owners, compare_buffers, state_buffers
+from properties.world_state import BUFFER_IDS, BufferDiff, Owners, compare_buffers, first_difference, state_buffers
 from reference.engine import Engine, Finished, StepRecord
 from reference.model.kernels import bits_equal
 from reference.model.model import TinyMtpModel
@@ -223,26 +223,10 @@ def fast_buffers(
         kept = ~differing(r, rb[name].to(r.device), 0.0).any(dim=-1, keepdim=True).expand_as(r)
         stray = differing(m, mb[name].to(r.device), 0.0) & kept & ~_owned(name, r, owned)
         bad = differing(r, m, rtol) | stray
-        skipped = [i for (buf, i) in skip if buf == name]
-        if skipped:
-            bad[torch.tensor(skipped, dtype=torch.long, device=bad.device)] = False
-        if not bool(bad.any()):
-            continue
-        idx = torch.nonzero(bad)
-        first = tuple(int(x) for x in idx[0].tolist())
-        what = "written by the implementation engine only; " if bool(stray[first]) else ""
-        diff = float((r[first].double() - m[first].double()).abs())
-        out.append(
-            BufferDiff(
-                name,
-                owners.describe(name, first),
-                int(idx.shape[0]),
-                f"{float(r[first]):.6g}",
-                f"{float(m[first]):.6g} ({what}difference {diff:.3g}, tolerance {rtol:.3g} of its unit's magnitude)",
-                BUFFER_IDS[name],
-                owners.owner(name, first),
-            )
-        )
+        note = f"{int(stray.sum())} written by the implementation engine only; " if bool(stray.any()) else ""
+        diff = first_difference(name, r, m, bad, skip, owners, f"{note}tolerance {rtol:.3g} of its unit's magnitude, ")
+        if diff is not None:
+            out.append(diff)
     for slot, (pr, pm) in enumerate(zip(after[0].ssm.ckpt_pos, after[1].ssm.ckpt_pos, strict=True)):
         if pr != pm and ("ckpt_pos", slot) not in skip:
             owned = slot in owners.slots

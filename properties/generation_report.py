@@ -4,31 +4,24 @@ the commands that replay the script and promote it to a regression."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from properties.behaviours import ALL_IDS
 from properties.engine_pair import EnginePair
 from properties.generation_spec import Script
-from properties.impl import DEFAULT_IMPL, current_name
 from properties.mismatch import Mismatch
-from properties.report import REPLAY_DIR
+from properties.report import replay_command as report_replay_command
+from properties.report import save_json
 from properties.specs import changed_fields
 
 
 def save_script(script: Script) -> Path:
     """Write the script as JSON under the replay folder; the file name is its content hash."""
-    text = script.to_json()
-    REPLAY_DIR.mkdir(parents=True, exist_ok=True)
-    path = REPLAY_DIR / f"generation-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
-    path.write_text(text + "\n")
-    return path
+    return save_json(script.to_json(), "generation-")
 
 
 def replay_command(path: Path) -> str:
-    impl = current_name()
-    extra = f" --impl {impl}" if impl != DEFAULT_IMPL else ""
-    return f"python -m properties.replay_generation {path}{extra}"
+    return report_replay_command(path, "properties.replay_generation")
 
 
 def format_generation_report(title: str, pair: EnginePair, mismatches: list[Mismatch]) -> str:

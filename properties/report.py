@@ -18,19 +18,24 @@ REPLAY_DIR = Path(
 )
 
 
-def save_replay(spec: WorldSpec) -> Path:
-    """Write the spec as JSON under the replay folder; the file name is its content hash."""
-    text = spec.to_json()
+def save_json(text: str, prefix: str = "") -> Path:
+    """Write `text` under the replay folder, named `prefix` + its content hash, and return the path."""
     REPLAY_DIR.mkdir(parents=True, exist_ok=True)
-    path = REPLAY_DIR / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+    path = REPLAY_DIR / f"{prefix}{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     path.write_text(text + "\n")
     return path
 
 
-def replay_command(path: Path) -> str:
+def save_replay(spec: WorldSpec) -> Path:
+    """Write the spec as JSON under the replay folder; the file name is its content hash."""
+    return save_json(spec.to_json())
+
+
+def replay_command(path: Path, module: str = "properties.replay") -> str:
+    """The command that replays `path` with `module`, naming the implementation when not the default."""
     impl = current_name()
     extra = f" --impl {impl}" if impl != DEFAULT_IMPL else ""
-    return f"python -m properties.replay {path}{extra}"
+    return f"python -m {module} {path}{extra}"
 
 
 def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> str:

@@ -134,24 +134,9 @@ def compare_buffers(
             )
             continue
         bad = _differing(b, r, m.to(r.device), rtol)
-        skipped = [i for (buf, i) in skip if buf == name]
-        if skipped:
-            bad[torch.tensor(skipped, dtype=torch.long, device=bad.device)] = False
-        if not bool(bad.any()):
-            continue
-        idx = torch.nonzero(bad)
-        first = tuple(int(x) for x in idx[0].tolist())
-        out.append(
-            BufferDiff(
-                name,
-                owners.describe(name, first),
-                int(idx.shape[0]),
-                f"{float(r[first]):.6g}",
-                f"{float(m[first]):.6g} (largest difference {_max_diff(r[bad], m.to(r.device)[bad]):.3g})",
-                BUFFER_IDS[name],
-                owners.owner(name, first),
-            )
-        )
+        diff = first_difference(name, r, m.to(r.device), bad, skip, owners)
+        if diff is not None:
+            out.append(diff)
     pos_b, pos_r, pos_m = before.ssm.ckpt_pos, ref.ssm.ckpt_pos, impl.ssm.ckpt_pos
     skip_pos = {i for (buf, i) in skip if buf == "ckpt_pos"}
     for slot, (pb, pr, pm) in enumerate(zip(pos_b, pos_r, pos_m, strict=True)):
@@ -162,6 +147,36 @@ def compare_buffers(
             diff = BufferDiff("ckpt_pos", where, 1, str(pr), str(pm), BUFFER_IDS["ckpt_pos"], slot if owned else None)
             out.append(diff)
     return out
+
+
+def first_difference(
+    name: str,
+    r: torch.Tensor,
+    m: torch.Tensor,
+    bad: torch.Tensor,
+    skip: frozenset[tuple[str, int]],
+    owners: Owners,
+    note: str = "",
+) -> BufferDiff | None:
+    """The `BufferDiff` of buffer `name` for the elements `bad` marks (less the first indices `skip`
+    holds for it; `bad` is changed), or None when none is left; `note` goes before the difference."""
+    skipped = [i for (buf, i) in skip if buf == name]
+    if skipped:
+        bad[torch.tensor(skipped, dtype=torch.long, device=bad.device)] = False
+    if not bool(bad.any()):
+        return None
+    idx = torch.nonzero(bad)
+    first = tuple(int(x) for x in idx[0].tolist())
+    largest = _max_diff(r[bad], m[bad])
+    return BufferDiff(
+        name,
+        owners.describe(name, first),
+        int(idx.shape[0]),
+        f"{float(r[first]):.6g}",
+        f"{float(m[first]):.6g} ({note}largest difference {largest:.3g})",
+        BUFFER_IDS[name],
+        owners.owner(name, first),
+    )
 
 
 def _differing(b: torch.Tensor, r: torch.Tensor, m: torch.Tensor, rtol: float) -> torch.Tensor:

@@ -22,14 +22,6 @@ CFG = ModelConfig(max_seq_len=32, block_size=4, num_blocks=24, num_draft_blocks=
 PROMPT = (7, 8, 9, 10, 11, 12)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def base() -> TinyMtpModel:
     return TinyMtpModel(CFG)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import torch
 
 from batched.step import step_mtp_bootstrap_batched
 from properties.generation_report import format_generation_report
@@ -33,14 +32,6 @@ SCRIPT = Script(
     ],
     "a hand-written script",
 )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_script_json_round_trip() -> None:

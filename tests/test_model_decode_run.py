@@ -18,14 +18,6 @@ from reference.state import SequenceState
 CFG = ModelConfig(max_seq_len=64, block_size=8, num_blocks=32, num_draft_blocks=32, num_slots=4, num_ssm_slots=4)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _seq(ssm_slot: int | None) -> SequenceState:
     blocks = BlockAllocator(CFG.num_blocks, CFG.block_size, torch.Generator().manual_seed(4))
     return SequenceState(1, ssm_slot, 0, blocks.alloc_for(CFG.max_seq_len))
