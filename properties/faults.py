@@ -19,9 +19,11 @@ from reference.state import SequenceState
 
 INJECTED = "injected fault"
 
-# Logits rows the per-row sampler refuses: all NaN; a +inf logit (on the row's least likely token,
-# so a path that takes it emits another token); -inf everywhere; finite only where the row's own
-# masks (EOS while held, banned ids, the grammar) exclude every token (-inf everywhere without masks).
+# Logits rows the per-row sampler refuses: one NaN logit (on the row's least likely token, as one
+# overflowing head leaves it: a path that skips NaNs emits the row's usual token); a +inf logit
+# (there too, so a path that takes it emits another token); -inf everywhere; finite only where the
+# row's own masks (EOS while held, banned ids, the grammar) exclude every token (-inf everywhere
+# without masks).
 BAD_ROWS = ("nan_row", "posinf_row", "neginf_row", "masked_row")
 
 # Operation -> the alternate results it can be made to return besides an error.
@@ -72,10 +74,8 @@ def bad_row(row: torch.Tensor, kind: str, masked: torch.Tensor | None) -> torch.
     """A copy of the logits row [V] made into the bad row `kind` names (see `BAD_ROWS`); `masked`
     (bool [V], True = a token the row's masks exclude) shapes a `masked_row`."""
     out = row.detach().clone()
-    if kind == "nan_row":
-        return out.fill_(float("nan"))
-    if kind == "posinf_row":
-        out[int(torch.argmin(out.double()))] = float("inf")
+    if kind in ("nan_row", "posinf_row"):
+        out[int(torch.argmin(out.double()))] = float("nan") if kind == "nan_row" else float("inf")
         return out
     if kind == "neginf_row" or masked is None or not bool(masked.any()):
         return out.fill_(float("-inf"))

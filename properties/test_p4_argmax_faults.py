@@ -1,9 +1,10 @@
 """P4 on greedy mixes: half or more of the rows are eligible for the batched argmax (greedy, no
 grammar, no EOS hold, neutral penalties; the boot-argmax and fast-greedy levers mostly on) and the
 others are not, each for one reason that changes what per-row sampling does. At most one fault hits
-the argmax path: a NaN logits row (that row finishes, B9; the batched argmax refuses the batch and
-every row samples per row, B7) or a failed `argmax_batch` (B7). General mixes rarely put the NaN
-row on an eligible row next to another eligible one."""
+the argmax path: a logits row the per-row sampler refuses (a NaN logit, a +inf logit, nothing
+finite: that row finishes, B9; the batched argmax refuses the batch and every row samples per row,
+B7) or a failed `argmax_batch` (B7). General mixes rarely put such a row on an eligible row next to
+another eligible one."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from properties.behaviours import covers
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
+from properties.faults import BAD_ROWS
 from properties.harness import run_side_by_side
 from properties.log_checks import check_logs
 from properties.report import format_report
@@ -54,7 +56,7 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
     """Every sequence bootstraps; one to half of them are ineligible, each for one reason (the
     reasons taken in turn from a drawn start), and the rest eligible (sampled ones among them when
     force_temp_zero makes every row greedy); the levers mostly engage the batched argmax; no fault,
-    a NaN row (any row) or a failed `argmax_batch`."""
+    a refused row (any row, any kind of `BAD_ROWS`) or a failed `argmax_batch`."""
     spec = draw(world_specs(RUN, min_n=2))
     n = len(spec.seqs)
     spoiled = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=max(1, n // 2))))
@@ -81,8 +83,9 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
         st.sampled_from(
             (
                 None,
-                FaultSpec("decode_batch", 0, "nan_row", draw(st.integers(0, 7))),
-                FaultSpec("decode_batch", 0, "nan_row", draw(st.integers(0, 7))),
+                FaultSpec("decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1))),
+                FaultSpec("decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1))),
+                FaultSpec("decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1))),
                 FaultSpec("argmax_batch", 0, "err"),
             )
         )
