@@ -11,8 +11,7 @@ from __future__ import annotations
 import functools
 import os
 
-from hypothesis import HealthCheck, Phase, given, settings
-
+from properties.fixed_sample import fixed_sample
 from properties.run_config import ENV_MAX_N, RunConfig
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
@@ -34,20 +33,4 @@ def p1_run_config() -> RunConfig:
 @functools.lru_cache(maxsize=4)
 def p1_specs(count: int = P1_EXAMPLES) -> tuple[WorldSpec, ...]:
     """`count` specs drawn from `world_specs(p1_run_config())`, the same on every call and run."""
-    drawn: list[WorldSpec] = []
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        database=None,
-        phases=[Phase.generate],
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(spec=world_specs(p1_run_config()))
-    def collect(spec: WorldSpec) -> None:
-        if len(drawn) < count:
-            drawn.append(spec)
-
-    collect()
-    return tuple(drawn)
+    return tuple(fixed_sample(world_specs(p1_run_config()), count))

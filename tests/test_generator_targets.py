@@ -17,14 +17,12 @@ import functools
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
-from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hypothesis.internal.conjecture.providers import HypothesisProvider
 
 from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
+from properties.fixed_sample import fixed_sample
 from properties.harness import SideBySide, run_side_by_side
 from properties.run_config import RunConfig
 from properties.specs import WorldSpec
@@ -72,27 +70,8 @@ MIN_FAULT_FIRED = 0.5
 
 
 def draw_sample(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
-    """`count` values of `strategy`, the same list in every run."""
-    drawn: list[Any] = []
-
-    @settings(
-        max_examples=count,
-        derandomize=True,
-        database=None,
-        phases=[Phase.generate],
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(value=strategy)
-    def collect(value: Any) -> None:
-        if len(drawn) < count:
-            drawn.append(value)
-
-    # Hypothesis mixes in constants harvested from every local module imported so far, so which
-    # test modules a session collected would change a derandomized sample: draw none of them here.
-    with mock.patch.object(HypothesisProvider, "_maybe_draw_constant", lambda *_a, **_k: None):
-        collect()
-    return drawn
+    """`count` values of `strategy`, the same list in every run (`properties.fixed_sample`)."""
+    return fixed_sample(strategy, count)
 
 
 @st.composite
