@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from properties.behaviours import ALL_IDS
 from properties.engine_pair import EnginePair
 from properties.generation_spec import Script
 from properties.mismatch import Mismatch
+from properties.report import first_differences, save_json
 from properties.report import replay_command as report_replay_command
-from properties.report import save_json
 from properties.specs import changed_fields
 
 
@@ -44,20 +43,7 @@ def format_generation_report(title: str, pair: EnginePair, mismatches: list[Mism
         "first difference per request (expected: the loop engine's, or the solo decode's; got: the engine "
         "bootstrapping through the implementation):",
     ]
-    seen: set[int | None] = set()
-    ids: set[str] = set()
-    for m in mismatches:
-        ids.update(m.ids)
-        if m.seq_id in seen:
-            continue
-        seen.add(m.seq_id)
-        lines.append(f"  {'the run' if m.seq_id is None else f'request {m.seq_id}'}: {m.field}")
-        lines.append(f"      expected: {m.ref}")
-        lines.append(f"      got:      {m.impl}")
-    if len(mismatches) > len(seen):
-        lines.append(f"  (+{len(mismatches) - len(seen)} more differing fields)")
-    if ids:
-        lines += ["", "behaviours involved:"] + [f"  {i}: {ALL_IDS[i]}" for i in sorted(ids) if i in ALL_IDS]
+    lines += first_differences(mismatches, "request", ("expected:", "got:     "), "the run")
     s = pair.stats
     lines += [
         "",

@@ -38,6 +38,28 @@ def replay_command(path: Path, module: str = "properties.replay") -> str:
     return f"python -m {module} {path}{extra}"
 
 
+def first_differences(mismatches: list[Mismatch], owner: str, sides: tuple[str, str], run: str) -> list[str]:
+    """The first difference per owner (`owner` N, or `run` for the whole run), each side's value
+    under its label in `sides`, how many more fields differ, then the behaviour ids involved."""
+    lines: list[str] = []
+    seen: set[int | None] = set()
+    ids: set[str] = set()
+    for m in mismatches:
+        ids.update(m.ids)
+        if m.seq_id in seen:
+            continue
+        seen.add(m.seq_id)
+        lines.append(f"  {run if m.seq_id is None else f'{owner} {m.seq_id}'}: {m.field}")
+        lines.append(f"      {sides[0]} {m.ref}")
+        lines.append(f"      {sides[1]} {m.impl}")
+    if len(mismatches) > len(seen):
+        lines.append(f"  (+{len(mismatches) - len(seen)} more differing fields)")
+    if ids:
+        lines += ["", "behaviours involved:"]
+        lines += [f"  {i}: {ALL_IDS[i]}" for i in sorted(ids, key=_id_order)]
+    return lines
+
+
 def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> str:
     """The report for a failed example (`mismatches` non-empty)."""
     path = save_replay(sbs.spec)
@@ -48,23 +70,7 @@ def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> st
         lines.append("")
         lines += [f"  note: {n}" for n in notes]
     lines += ["", "first difference per sequence (reference | implementation):"]
-    seen: set[int | None] = set()
-    ids: set[str] = set()
-    for m in mismatches:
-        ids.update(m.ids)
-        if m.seq_id in seen:
-            continue
-        seen.add(m.seq_id)
-        who = "run" if m.seq_id is None else f"seq {m.seq_id}"
-        lines.append(f"  {who}: {m.field}")
-        lines.append(f"      reference:      {m.ref}")
-        lines.append(f"      implementation: {m.impl}")
-    more = len(mismatches) - len(seen)
-    if more > 0:
-        lines.append(f"  (+{more} more differing fields)")
-    if ids:
-        lines += ["", "behaviours involved:"]
-        lines += [f"  {i}: {ALL_IDS[i]}" for i in sorted(ids, key=_id_order)]
+    lines += first_differences(mismatches, "seq", ("reference:     ", "implementation:"), "run")
     if sbs.forced_decisions:
         lines += ["", f"decisions forced onto the reference (teacher forcing): {len(sbs.forced_decisions)}"]
         lines += [f"  {f.text()}" for f in sbs.forced_decisions]
