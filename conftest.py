@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from nightly.database import developer_database, nightly_database
 from nightly.workers import pinned_device
 from properties import impl as impl_module
-from properties.run_config import DTYPES, ENV_DEVICE, ENV_DTYPE, ENV_MAX_N, ENV_NUMERICS
+from properties.run_config import DTYPES, ENV_DEVICE, ENV_DTYPE, ENV_MAX_N, ENV_NUMERICS, ENV_REFERENCE_DEVICE
 
 pytest_plugins = ["properties.forced_budget"]
 
@@ -90,6 +90,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--numerics", default=None, choices=("exact", "fast"), help="numerics mode (default exact)")
     group.addoption("--dtype", default=None, choices=DTYPES, help="model dtype (default: by numerics and device)")
     group.addoption("--max-n", default=None, type=int, help="largest sequence mix (default 12 on the CPU, 64 on a GPU)")
+    group.addoption(
+        "--reference-device",
+        default=None,
+        choices=("same", "cpu"),
+        help="where the reference step runs: same (default) or cpu (fast numerics on a GPU only)",
+    )
     group.addoption("--impl", default=None, help="implementation under test as module:function")
 
 
@@ -97,7 +103,14 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = config.getoption("hypothesis_profile", None)
     if not profile:
         settings.load_profile(_default_profile())
-    for opt, env in (("device", ENV_DEVICE), ("numerics", ENV_NUMERICS), ("dtype", ENV_DTYPE), ("max_n", ENV_MAX_N)):
+    options = (
+        ("device", ENV_DEVICE),
+        ("numerics", ENV_NUMERICS),
+        ("dtype", ENV_DTYPE),
+        ("max_n", ENV_MAX_N),
+        ("reference_device", ENV_REFERENCE_DEVICE),
+    )
+    for opt, env in options:
         value = config.getoption(opt)
         if value is not None:
             os.environ[env] = str(value)
@@ -127,5 +140,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="needs a CUDA device")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:  # the marker, not a name or parameter id saying "gpu"
             item.add_marker(skip)

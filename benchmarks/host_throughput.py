@@ -14,6 +14,8 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from properties.run_config import reference_device_for
+
 ENV_WORKERS = "MTP_BENCH_HOST_WORKERS"
 ENV_EXAMPLES = "MTP_BENCH_HOST_EXAMPLES"
 
@@ -29,12 +31,14 @@ class HostConfig:
     max_n: int = 64
     workers: int = 1
     examples: int = 20
+    reference_device: str = ""  # "": the reference runs on the workers' device too
 
 
 def host_config_from_env(device: str = "cuda") -> HostConfig:
     """The benchmark's configuration: fast bf16 at n <= 64 on one worker per CPU core, unless
     `MTP_VERIFY_NUMERICS`, `MTP_VERIFY_DTYPE`, `MTP_VERIFY_MAX_N`, `MTP_BENCH_HOST_WORKERS` or
-    `MTP_BENCH_HOST_EXAMPLES` (examples per worker) say otherwise."""
+    `MTP_BENCH_HOST_EXAMPLES` (examples per worker) say otherwise; the reference runs where
+    `MTP_VERIFY_REFERENCE_DEVICE` says (`properties.run_config.reference_device_for`)."""
     return HostConfig(
         device=device,
         numerics=os.environ.get("MTP_VERIFY_NUMERICS") or "fast",
@@ -42,6 +46,7 @@ def host_config_from_env(device: str = "cuda") -> HostConfig:
         max_n=int(os.environ.get("MTP_VERIFY_MAX_N") or 64),
         workers=int(os.environ.get(ENV_WORKERS) or os.cpu_count() or 1),
         examples=int(os.environ.get(ENV_EXAMPLES) or 20),
+        reference_device=reference_device_for(device, os.environ.get("MTP_VERIFY_NUMERICS") or "fast"),
     )
 
 
@@ -90,7 +95,8 @@ def worker(index: int, cfg: HostConfig, start: Any, results: Any) -> None:
     device = worker_device(cfg.device, index)
     if device.startswith("cuda"):
         torch.cuda.set_device(device)
-    specs = draw_specs(RunConfig(device, cfg.numerics, (cfg.dtype,), cfg.max_n), cfg.examples, stream=index)
+    run = RunConfig(device, cfg.numerics, (cfg.dtype,), cfg.max_n, cfg.reference_device if device != "cpu" else "")
+    specs = draw_specs(run, cfg.examples, stream=index)
     check_all(specs[:1])  # fills the weight caches a long run keeps warm
     if device.startswith("cuda"):
         torch.cuda.synchronize()

@@ -2,6 +2,7 @@
 
     python -m nightly (--minutes M | --examples N | both) [--device best|cuda|cpu] [--workers N]
                       [--numerics exact|fast] [--max-n N] [--impl module:function]
+                      [--reference-device same|cpu]
                       [--out DIR] [--database PATH|redis://HOST:PORT/DB] [--database-dir DIR]
                       [--shard i/N] [--shard-by tests|seeds] [--seed S] [--tests PATH ...] [--pack]
                       [-- extra pytest arguments]
@@ -66,6 +67,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--numerics", default="exact", choices=("exact", "fast"), help="fast: bfloat16 on a GPU")
     p.add_argument("--max-n", type=int, default=None, help="largest sequence mix")
     p.add_argument("--impl", default=None, help="implementation under test as module:function")
+    p.add_argument(
+        "--reference-device",
+        default=None,
+        choices=("same", "cpu"),
+        help="where the reference step runs (cpu: fast numerics on a GPU only; default same)",
+    )
     p.add_argument("--profile", default="nightly", help="Hypothesis profile (default nightly)")
     p.add_argument(
         "--out", type=Path, default=None, help="output folder (new or empty; default artifacts/nightly/<time>)"
@@ -226,6 +233,8 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
     options that cannot run (the output folder is created here)."""
     if args.minutes is None and args.examples is None:
         raise ValueError("give --minutes, --examples or both")
+    if args.reference_device == "cpu" and args.numerics != "fast":
+        raise ValueError("--reference-device cpu needs --numerics fast (exact numerics are bit-equal on one device)")
     shard = parse_shard(args.shard, args.shard_by)
     n_gpus = gpu_count() if args.device != "cpu" else 0
     device = resolve_device(args.device, n_gpus)
@@ -241,6 +250,7 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
         numerics=args.numerics,
         max_n=args.max_n,
         impl=args.impl,
+        reference_device=args.reference_device,
         profile=args.profile,
         database=database,
         database_dir=db_dir,
@@ -254,6 +264,7 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
         "budget": budget_text(args),
         "device": f"cuda x{n_gpus} ({os.cpu_count()} cores)" if device == "cuda" else f"cpu ({os.cpu_count()} cores)",
         "numerics": args.numerics,
+        "reference_device": args.reference_device or "same",
         "workers": workers,
         "impl": args.impl or "batched.step:step_mtp_bootstrap_batched",
         "database": describe(database, db_dir),

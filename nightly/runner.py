@@ -34,6 +34,7 @@ class Job:
     numerics: str = "exact"
     max_n: int | None = None
     impl: str | None = None
+    reference_device: str | None = None  # same or cpu (None: the properties' default)
     profile: str = "nightly"
     database: str | None = None
     database_dir: Path = Path(".hypothesis/nightly")
@@ -65,7 +66,8 @@ def pytest_command(job: Job, round_no: int, plan_path: Path) -> list[str]:
 
 
 def pytest_env(job: Job) -> dict[str, str]:
-    """The environment of a round: the profile, device, numerics, mix size and implementation the
+    """The environment of a round: the profile, device, numerics, mix size, implementation and
+    reference device the
     properties read, the example database, the replay folder inside the output folder, and one
     thread per worker (torch's and OpenMP's, unless the environment sets them)."""
     env = dict(os.environ)
@@ -79,7 +81,12 @@ def pytest_env(job: Job) -> dict[str, str]:
         MTP_VERIFY_DB_DIR=str(job.database_dir),
         MTP_VERIFY_REPLAYS=str(job.out / "replays"),
     )
-    for name, value in (("MTP_VERIFY_MAX_N", job.max_n), ("MTP_VERIFY_IMPL", job.impl)):
+    settings = (
+        ("MTP_VERIFY_MAX_N", job.max_n),
+        ("MTP_VERIFY_IMPL", job.impl),
+        ("MTP_VERIFY_REFERENCE_DEVICE", job.reference_device),
+    )
+    for name, value in settings:
         if value is None:
             env.pop(name, None)
         else:

@@ -125,6 +125,14 @@ class FaultyModel:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
 
+    def moved(self, model: Any) -> None:
+        """Wrap `model` (the same world on another device) from now on, and move what was captured
+        (logits rows, the tensors in call details) to its device."""
+        self._model = model
+        self.rows = {k: v.to(model.device) for k, v in self.rows.items()}
+        for c in self.calls:
+            c.detail = {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in c.detail.items()}
+
     # -- plan lookup ------------------------------------------------------------------------
     def _planned(self, op: str) -> FaultSpec | None:
         n = self._counts.get(op, 0)

@@ -8,6 +8,11 @@ that match the plan the reference's outcome implies (`properties.call_plan`), so
 together: the reference re-runs until the translated faults no longer change. In fast numerics, a
 decision the implementation took otherwise is forced onto the reference when the replay oracle
 explains it by rounding (`properties.replay_oracle`), and the reference re-runs again.
+
+In fast numerics the reference may run on another device than the implementation
+(`ModelSpec.reference_device`, the CPU while the implementation runs on a GPU): the world is built
+there, copied bit for bit to the implementation's device, and after the step the implementation's
+world and captured numbers are copied back, so every check compares like with like.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from properties.impl import load
 from properties.replay_oracle import ForcedDecision, Replay, next_forced
 from properties.specs import WorldSpec
 from properties.translate import Envelope, Translation, translate
-from properties.world import World, build_world
+from properties.world import World, build_world, on_device
 from reference.capture import DraftRows
 from reference.decisions import Decision, DecisionKey, DecisionLog
 from reference.eos_hold import eos_mask_ids
@@ -76,6 +81,22 @@ def run_step(world: World, model: Any, step: Callable[..., Any], decisions: Deci
         except Exception as e:  # reported by the comparator, with the example
             error = e
     return Side(world, model, cap.records, error, decisions.records if decisions else [], drafts.rows, drafts.unmasked)
+
+
+def side_on(side: Side, device: str) -> Side:
+    """`side` with its world, captured rows and call details on `device` (bit for bit), so that the
+    implementation's run on a GPU is checked against a reference run on the CPU."""
+    world = on_device(side.world, device)
+    side.model.moved(world.model)
+    return Side(
+        world,
+        side.model,
+        side.logs,
+        side.error,
+        side.decisions,
+        {k: v.to(device) for k, v in side.draft_rows.items()},
+        {k: v.to(device) for k, v in side.unmasked_draft_rows.items()},
+    )
 
 
 def envelope(before: World) -> Envelope:
@@ -135,13 +156,16 @@ def plan_of(sbs: SideBySide) -> Plan:
 def run_side_by_side(spec: WorldSpec, impl: Callable[..., Any] | None = None) -> SideBySide:
     """Both runs of `spec`; `impl` defaults to the selected implementation (`--impl`)."""
     step = impl or load()
-    base = build_world(spec)
+    ref_device = spec.model.ref_device
+    base = build_world(spec, ref_device)
     before = base.clone()
     masked = masked_tokens(before, list(spec.faults))
 
-    impl_world = base.clone()
+    impl_world = base.clone() if ref_device == spec.model.device else on_device(base, spec.model.device)
     impl_world.model.poison_scratch()
     impl_side = run_step(impl_world, FaultyModel(impl_world.model, spec.faults, masked=masked), step)
+    if ref_device != spec.model.device:
+        impl_side = side_on(impl_side, ref_device)
 
     env = envelope(before)
     calls = impl_side.model.calls

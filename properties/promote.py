@@ -40,8 +40,8 @@ def load_regression(path: Path) -> tuple[WorldSpec, str]:
 
 
 def on_device(spec: WorldSpec, device: str) -> WorldSpec:
-    """`spec` with its worlds on `device`; dtype and numerics as recorded."""
-    return replace(spec, model=replace(spec.model, device=device))
+    """`spec` with both sides on `device`; dtype and numerics as recorded."""
+    return replace(spec, model=replace(spec.model, device=device, reference_device=""))
 
 
 def full_check(spec: WorldSpec) -> tuple[SideBySide, list[Mismatch]]:

@@ -12,6 +12,7 @@ ENV_DEVICE = "MTP_VERIFY_DEVICE"
 ENV_NUMERICS = "MTP_VERIFY_NUMERICS"
 ENV_MAX_N = "MTP_VERIFY_MAX_N"
 ENV_DTYPE = "MTP_VERIFY_DTYPE"
+ENV_REFERENCE_DEVICE = "MTP_VERIFY_REFERENCE_DEVICE"
 DTYPES = ("float64", "float32", "bfloat16")
 # Largest mix by device when `--max-n` is not given. A GPU checks the batch sizes an engine serves;
 # the CPU keeps examples cheap but goes past the exact numerics' row tile (8), so the multi-tile
@@ -25,6 +26,7 @@ class RunConfig:
     numerics: str
     dtypes: tuple[str, ...]
     max_n: int
+    reference_device: str = ""  # "": the reference runs on `device` too
 
 
 def best_device() -> str:
@@ -62,4 +64,19 @@ def current() -> RunConfig:
         raise ValueError(f"{ENV_MAX_N}={raw_n!r}: expected a positive integer") from None
     if max_n < 1:
         raise ValueError(f"{ENV_MAX_N}={raw_n!r}: expected a positive integer")
-    return RunConfig(device, numerics, dtypes, max_n)
+    return RunConfig(device, numerics, dtypes, max_n, reference_device_for(device, numerics))
+
+
+def reference_device_for(device: str, numerics: str) -> str:
+    """Where the reference runs (`MTP_VERIFY_REFERENCE_DEVICE`): `same` (or unset) on `device`,
+    `cpu` on the CPU. The CPU is allowed in fast numerics only (see `ModelSpec.reference_device`)."""
+    raw = os.environ.get(ENV_REFERENCE_DEVICE) or "same"
+    if raw not in ("same", "cpu"):
+        raise ValueError(f"{ENV_REFERENCE_DEVICE}={raw!r}: expected same or cpu")
+    if raw == "same" or device == "cpu":
+        return ""
+    if numerics == "exact":
+        raise ValueError(
+            f"{ENV_REFERENCE_DEVICE}=cpu needs fast numerics: exact numerics are bit-equal on one device only"
+        )
+    return "cpu"

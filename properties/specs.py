@@ -30,6 +30,22 @@ class ModelSpec:
     hss: bool = False
     meta_stride: int | None = None
     weights_seed: int = 0
+    # Where the reference step runs: "" on `device`. Another device (the CPU, while the implementation
+    # runs on a GPU) only in fast numerics, where the reference's numbers are compared within the
+    # dtype's rounding anyway; exact numerics promise bit-equality on one device only.
+    reference_device: str = ""
+
+    def __post_init__(self) -> None:
+        if self.reference_device not in ("", self.device) and self.numerics == "exact":
+            raise ValueError(
+                f"ModelSpec.reference_device={self.reference_device!r} with device={self.device!r}: "
+                "a reference on another device needs fast numerics (exact numerics are bit-equal on one device only)"
+            )
+
+    @property
+    def ref_device(self) -> str:
+        """The device the reference step runs on."""
+        return self.reference_device or self.device
 
 
 @dataclass(slots=True, frozen=True)

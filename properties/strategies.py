@@ -98,6 +98,7 @@ def model_specs(draw: st.DrawFn, run: RunConfig, n: int) -> ModelSpec:
         dtype=draw(dtypes(run.dtypes)),
         numerics=run.numerics,
         device=run.device,
+        reference_device=run.reference_device,
         vocab_size=draw(VOCAB_SIZES),
         block_size=draw(BLOCK_SIZES),
         max_seq_len=draw(MAX_SEQ_LENS),

@@ -230,11 +230,17 @@ def echo_top_tokens(model: BatchedMtpModel, specs: tuple[SeqSpec, ...], active: 
             a.output_tokens[p] = tok
 
 
-def build_world(spec: WorldSpec) -> World:
-    """The world `spec` describes, caches filled from `spec.cache_seed`."""
+def model_on(m: ModelSpec, device: str) -> ModelSpec:
+    """The model spec of `m`'s model on `device`, one side of a run: weights and caches there."""
+    return replace(m, device=device, reference_device="")
+
+
+def build_world(spec: WorldSpec, device: str | None = None) -> World:
+    """The world `spec` describes, caches filled from `spec.cache_seed`, on `device` (default the
+    spec's). Caches and weights are drawn on the CPU, so the world is the same bits on every device."""
     m = spec.model
     check_slots(spec)
-    model = base_model(m).clone()
+    model = base_model(model_on(m, device or m.device)).clone()
     gen = torch.Generator().manual_seed(spec.cache_seed)
     model.randomize_caches(gen)
     blocks = _Blocks(model.cfg.num_blocks, gen)
@@ -246,3 +252,20 @@ def build_world(spec: WorldSpec) -> World:
     echo_top_tokens(model, spec.seqs, active)
     sched, ctx = sched_for(spec.step)
     return World(spec, model, active, sched, ctx, list(spec.bootstrap), spec.step.ladder_nd)
+
+
+def on_device(world: World, device: str) -> World:
+    """A copy of `world` on `device`: a model of its spec there (the same weights, drawn from the
+    same seed) holding its caches, checkpoints and scratch bit for bit; sequences and scheduler
+    state copied as `World.clone` does."""
+    model = base_model(model_on(world.spec.model, device)).clone()
+    model.copy_state_from(world.model)
+    return World(
+        world.spec,
+        model,
+        [copy_seq(a) for a in world.active],
+        copy.deepcopy(world.sched),
+        copy.deepcopy(world.verify_ctx),
+        list(world.idxs),
+        world.ladder_nd,
+    )

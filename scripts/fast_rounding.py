@@ -6,6 +6,7 @@ drafter-KV and SSM units the step wrote. Prints a table and writes JSON; docs/nu
 measured figures the tolerances are set from.
 
     python scripts/fast_rounding.py --device cuda --dtype bfloat16 --examples 300 --max-n 64 --out r.json
+    python scripts/fast_rounding.py --device cuda --reference-device cpu ...   (the reference on the CPU)
 """
 
 from __future__ import annotations
@@ -40,10 +41,15 @@ def main() -> None:
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--examples", type=int, default=200)
     p.add_argument("--max-n", type=int, default=12)
+    p.add_argument("--reference-device", default="same", choices=("same", "cpu"))
     p.add_argument("--out", default=None)
     a = p.parse_args()
     os.environ.update(
-        MTP_VERIFY_DEVICE=a.device, MTP_VERIFY_NUMERICS="fast", MTP_VERIFY_DTYPE=a.dtype, MTP_VERIFY_MAX_N=str(a.max_n)
+        MTP_VERIFY_DEVICE=a.device,
+        MTP_VERIFY_NUMERICS="fast",
+        MTP_VERIFY_DTYPE=a.dtype,
+        MTP_VERIFY_MAX_N=str(a.max_n),
+        MTP_VERIFY_REFERENCE_DEVICE=a.reference_device,
     )
     from properties.harness import run_side_by_side
     from properties.run_config import current
@@ -79,7 +85,7 @@ def main() -> None:
                 note(f"written {name} units", rel(torch.where(written, r, 0), torch.where(written, m.to(r.device), 0)))
 
     sample()
-    table = {"dtype": a.dtype, "device": a.device, "max_n": a.max_n, **count,
+    table = {"dtype": a.dtype, "device": a.device, "reference_device": a.reference_device, "max_n": a.max_n, **count,
              "worst_in_u": dict(sorted(worst.items()))}
     print(json.dumps(table, indent=1))
     if a.out:

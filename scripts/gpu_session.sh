@@ -4,12 +4,15 @@
 #                                   nightly job for 5 minutes in fast bf16 at the GPU mix size (examples,
 #                                   false failures, forced decisions), the P1 host throughput benchmark,
 #                                   P9 in fast bf16
+#   scripts/gpu_session.sh reach    the reference on the CPU (fast numerics): its tests on the GPU, the rounding
+#                                   against the GPU's numbers, P1 host throughput with it and without, and a
+#                                   nightly of P1, P4 and P6 with it for the rest of the ten minutes
 #   scripts/gpu_session.sh mutants  the mutation catalogue in fast bf16 on cuda, one job per core
 #   scripts/gpu_session.sh bench    the GPU unit tests, the three-way bootstrap benchmarks
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|mutants|bench}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|mutants|bench}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -42,6 +45,20 @@ if [ "$part" = verify ]; then
   MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-6} run p1-host 70 $py -m pytest -q -s -p no:cacheprovider \
     benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast --benchmark-json "$res/p1-host.json"
   run p9-fast 45 $py -m properties.p9_figures --device "$dev" --numerics fast --dtype bfloat16 --minutes 0.5
+elif [ "$part" = reach ]; then  # the reference on the CPU: its tests on the GPU, rounding, throughput, nightly
+  run cross-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_reference_device.py
+  run rounding-cross 80 $py scripts/fast_rounding.py --device "$dev" --reference-device cpu --dtype bfloat16 \
+    --examples "${ROUNDING_EXAMPLES:-40}" --max-n 64 --out "$res/rounding-bf16-cpu-reference.json"
+  MTP_VERIFY_REFERENCE_DEVICE=cpu MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-8} run p1-host-cross 100 \
+    $py -m pytest -q -s -p no:cacheprovider benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast \
+    --benchmark-json "$res/p1-host-cpu-reference.json"
+  MTP_BENCH_HOST_EXAMPLES=3 run p1-host-same 70 $py -m pytest -q -s -p no:cacheprovider benchmarks/bench_p1_host.py \
+    --device "$dev" --max-n 64 --numerics fast --benchmark-json "$res/p1-host-same-device.json"
+  left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
+  run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
+    --device "$dev" --numerics fast --reference-device cpu --out "$res/nightly" --pack \
+    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
+    properties/test_p6_metamorphic.py
 elif [ "$part" = mutants ]; then
   run mutants-fast-bf16 560 $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" --jobs "$jobs" \
     --json "$res/mutants-fast-bf16-cuda.json" --markdown "$res/mutants-fast-bf16-cuda.md"

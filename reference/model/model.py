@@ -229,6 +229,34 @@ class TinyMtpModel:
         new.mtp_hidden_in = self.mtp_hidden_in.clone()
         return new
 
+    def copy_state_from(self, other: TinyMtpModel) -> None:
+        """Overwrite this model's caches, checkpoints and scratch with `other`'s, bit for bit, from
+        any device: a model of the same configuration on another device then holds the same world.
+        A ValueError names the first buffer whose shape or dtype differs (nothing is written then)."""
+        pairs = list(zip(self._state(), other._state(), strict=True))
+        for (name, mine), (_, theirs) in pairs:
+            if (mine is None) != (theirs is None) or (
+                mine is not None and (mine.shape != theirs.shape or mine.dtype != theirs.dtype)
+            ):
+                raise ValueError(f"copy_state_from: {name} differs in shape or dtype between the two models")
+        for (_, mine), (_, theirs) in pairs:
+            if mine is not None:
+                mine.copy_(theirs)
+        self.ssm.ckpt_pos = list(other.ssm.ckpt_pos)
+
+    def _state(self) -> list[tuple[str, torch.Tensor | None]]:
+        return [
+            ("kv.k", self.kv.k),
+            ("kv.v", self.kv.v),
+            ("draft_kv.k", self.draft_kv.k),
+            ("draft_kv.v", self.draft_kv.v),
+            ("ssm.state", self.ssm.state),
+            ("ssm.ckpt", self.ssm.ckpt),
+            ("hidden_states", self.hidden_states),
+            ("stash", self.stash),
+            ("mtp_hidden_in", self.mtp_hidden_in),
+        ]
+
     def snapshot(self, seq: SequenceState) -> dict[str, Any]:
         """The model's logical state of one sequence, as CPU copies: kv_k/kv_v [layers, seq_len, Hh, D]
         (positions < seq_len), ssm_state and ckpt_state [S] (only with an SSM slot), ckpt_pos, and
