@@ -28,16 +28,19 @@ class Mode:
     device: str = "cpu"
     subset: bool = False
     impl: str | None = None
+    reference_device: str = ""  # "": the reference runs on `device` too; "cpu": on the CPU (fast numerics)
 
     @property
     def is_default(self) -> bool:
-        return (self.numerics, self.dtype, self.device, self.subset, self.impl) == ("exact", None, "cpu", False, None)
+        mode = (self.numerics, self.dtype, self.device, self.subset, self.impl, self.reference_device)
+        return mode == ("exact", None, "cpu", False, None, "")
 
     @property
     def key(self) -> str:
         """The mode's name: numerics-dtype-device, then -subset for a subset run and the
         implementation (module.function) when not the default."""
         name = f"{self.numerics}-{self.dtype or 'default'}-{self.device}"
+        name += f"-reference-{self.reference_device}" if self.reference_device else ""
         return name + ("-subset" if self.subset else "") + (f"-{self.impl.replace(':', '.')}" if self.impl else "")
 
     @property
@@ -55,9 +58,11 @@ class Mode:
         dtype = self.dtype or "the suite's dtypes"
         subset = ", subset of the catalogue" if self.subset else ""
         impl = f", implementation `{self.impl}`" if self.impl else ""
-        return f"{self.numerics} numerics, {dtype}, {self.device}{subset}{impl}"
+        ref = f", reference on {self.reference_device}" if self.reference_device else ""
+        return f"{self.numerics} numerics, {dtype}, {self.device}{ref}{subset}{impl}"
 
     def pytest_args(self, device: str | None = None) -> list[str]:
         """The suite's options for this mode; `device` (e.g. cuda:1) in place of the mode's."""
         args = ["--numerics", self.numerics, "--device", device or self.device]
+        args += ["--reference-device", self.reference_device] if self.reference_device else []
         return [*args, "--dtype", self.dtype] if self.dtype else args

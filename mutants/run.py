@@ -45,6 +45,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--dtype", default=None, choices=DTYPES, help="the suite's dtype (default: the suite's choice)")
     p.add_argument("--device", default="cpu", choices=DEVICES, help="cpu, or cuda: every GPU, a mutant on each")
     p.add_argument(
+        "--reference-device",
+        default="same",
+        choices=("same", "cpu"),
+        help="where the suite's reference step runs (cpu: with --numerics fast --device cuda)",
+    )
+    p.add_argument(
         "--keep-going", action="store_true", help="run every test against each mutant (for python -m mutants.matrix)"
     )
     p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON here")
@@ -173,7 +179,17 @@ def main(argv: list[str] | None = None) -> int:
     missing = uncovered_ids()
     if missing:
         print(f"the catalogue names no mutant for {', '.join(missing)}", file=sys.stderr)
-    mode = Mode(args.numerics, args.dtype, args.device, subset=args.subset and not args.only, impl=args.impl)
+    if args.reference_device == "cpu" and (args.numerics != "fast" or args.device != "cuda"):
+        print("--reference-device cpu needs --numerics fast and --device cuda", file=sys.stderr)
+        return 2
+    mode = Mode(
+        args.numerics,
+        args.dtype,
+        args.device,
+        subset=args.subset and not args.only,
+        impl=args.impl,
+        reference_device="" if args.reference_device == "same" else args.reference_device,
+    )
     mutants = selected(args.only, args.subset, args.per_id, args.impl)
     n_gpus = gpu_count() if mode.device == "cuda" else 0
     if mode.device == "cuda" and not n_gpus:

@@ -29,6 +29,14 @@ def test_the_mode_reaches_the_suites_options_and_environment(tmp_path: Path) -> 
     assert env["MTP_VERIFY_DTYPE"] == "bfloat16" and env["MTP_VERIFY_THREADS"] == "1"
 
 
+def test_a_cpu_reference_reaches_the_suite_and_names_the_mode() -> None:
+    mode = Mode("fast", "bfloat16", "cuda", reference_device="cpu")
+    cmd = pytest_command(["t"], RunOptions(mode=mode), "cuda:0")
+    assert cmd[cmd.index("--reference-device") + 1] == "cpu"
+    assert mode.key == "fast-bfloat16-cuda-reference-cpu" and "reference on cpu" in mode.describe()
+    assert "--reference-device" not in pytest_command(["t"], RunOptions(mode=Mode("fast", "bfloat16", "cuda")))
+
+
 def test_the_copy_comes_first_and_no_other_copy_stays_on_the_import_path(tmp_path: Path) -> None:
     other, site = tmp_path / "other", tmp_path / "site"
     (other / "batched").mkdir(parents=True)
