@@ -22,7 +22,16 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 from nightly.database import developer_database, nightly_database
 from nightly.workers import pinned_device
 from properties import impl as impl_module
-from properties.run_config import DTYPES, ENV_DEVICE, ENV_DTYPE, ENV_MAX_N, ENV_NUMERICS, ENV_REFERENCE_DEVICE
+from properties.run_config import (
+    DTYPES,
+    ENV_DEVICE,
+    ENV_DTYPE,
+    ENV_MAX_N,
+    ENV_MODEL,
+    ENV_NUMERICS,
+    ENV_REFERENCE_DEVICE,
+    MODEL_SIZES,
+)
 
 pytest_plugins = ["properties.forced_budget"]
 
@@ -96,6 +105,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("same", "cpu"),
         help="where the reference step runs: same (default) or cpu (fast numerics on a GPU only)",
     )
+    group.addoption(
+        "--model",
+        default=None,
+        choices=tuple(MODEL_SIZES),
+        help="model size: small (default; hidden 32) or serving (hidden 1024, vocab 32768)",
+    )
     group.addoption("--impl", default=None, help="implementation under test as module:function")
 
 
@@ -109,6 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
         ("dtype", ENV_DTYPE),
         ("max_n", ENV_MAX_N),
         ("reference_device", ENV_REFERENCE_DEVICE),
+        ("model", ENV_MODEL),
     )
     for opt, env in options:
         value = config.getoption(opt)

@@ -2,7 +2,7 @@
 
     python -m nightly (--minutes M | --examples N | both) [--device best|cuda|cpu] [--workers N]
                       [--numerics exact|fast] [--max-n N] [--impl module:function]
-                      [--reference-device same|cpu]
+                      [--reference-device same|cpu] [--model small|serving]
                       [--out DIR] [--database PATH|redis://HOST:PORT/DB] [--database-dir DIR]
                       [--shard i/N] [--shard-by tests|seeds] [--seed S] [--tests PATH ...] [--pack]
                       [-- extra pytest arguments]
@@ -72,6 +72,12 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         choices=("same", "cpu"),
         help="where the reference step runs (cpu: fast numerics on a GPU only; default same)",
+    )
+    p.add_argument(
+        "--model",
+        default=None,
+        choices=("small", "serving"),
+        help="model size: small (default, hidden 32) or serving (hidden 1024, vocab 32768)",
     )
     p.add_argument("--profile", default="nightly", help="Hypothesis profile (default nightly)")
     p.add_argument(
@@ -251,6 +257,7 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
         max_n=args.max_n,
         impl=args.impl,
         reference_device=args.reference_device,
+        model=args.model,
         profile=args.profile,
         database=database,
         database_dir=db_dir,
@@ -265,6 +272,7 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
         "device": f"cuda x{n_gpus} ({os.cpu_count()} cores)" if device == "cuda" else f"cpu ({os.cpu_count()} cores)",
         "numerics": args.numerics,
         "reference_device": args.reference_device or "same",
+        "model": args.model or "small",
         "workers": workers,
         "impl": args.impl or "batched.step:step_mtp_bootstrap_batched",
         "database": describe(database, db_dir),

@@ -35,6 +35,7 @@ class Job:
     max_n: int | None = None
     impl: str | None = None
     reference_device: str | None = None  # same or cpu (None: the properties' default)
+    model: str | None = None  # small or serving (None: the properties' default, small)
     profile: str = "nightly"
     database: str | None = None
     database_dir: Path = Path(".hypothesis/nightly")
@@ -66,8 +67,8 @@ def pytest_command(job: Job, round_no: int, plan_path: Path) -> list[str]:
 
 
 def pytest_env(job: Job) -> dict[str, str]:
-    """The environment of a round: the profile, device, numerics, mix size, implementation and
-    reference device the
+    """The environment of a round: the profile, device, numerics, mix size, implementation,
+    reference device and model size the
     properties read, the example database, the replay folder inside the output folder, and one
     thread per worker (torch's and OpenMP's, unless the environment sets them)."""
     env = dict(os.environ)
@@ -85,6 +86,7 @@ def pytest_env(job: Job) -> dict[str, str]:
         ("MTP_VERIFY_MAX_N", job.max_n),
         ("MTP_VERIFY_IMPL", job.impl),
         ("MTP_VERIFY_REFERENCE_DEVICE", job.reference_device),
+        ("MTP_VERIFY_MODEL", job.model),
     )
     for name, value in settings:
         if value is None:

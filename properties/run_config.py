@@ -13,6 +13,10 @@ ENV_NUMERICS = "MTP_VERIFY_NUMERICS"
 ENV_MAX_N = "MTP_VERIFY_MAX_N"
 ENV_DTYPE = "MTP_VERIFY_DTYPE"
 ENV_REFERENCE_DEVICE = "MTP_VERIFY_REFERENCE_DEVICE"
+ENV_MODEL = "MTP_VERIFY_MODEL"
+# Model sizes (`--model`): `small` is the suite's test model (hidden 32, vocab 512 or 600); `serving`
+# has a serving model's width and vocabulary (hidden 1024 in 8 heads, vocab 32768), for GPU nightlies.
+MODEL_SIZES = {"small": None, "serving": (1024, 8, 32768)}
 DTYPES = ("float64", "float32", "bfloat16")
 # Largest mix by device when `--max-n` is not given. A GPU checks the batch sizes an engine serves;
 # the CPU keeps examples cheap but goes past the exact numerics' row tile (8), so the multi-tile
@@ -27,6 +31,7 @@ class RunConfig:
     dtypes: tuple[str, ...]
     max_n: int
     reference_device: str = ""  # "": the reference runs on `device` too
+    model: str = "small"  # a key of MODEL_SIZES
 
 
 def best_device() -> str:
@@ -64,7 +69,10 @@ def current() -> RunConfig:
         raise ValueError(f"{ENV_MAX_N}={raw_n!r}: expected a positive integer") from None
     if max_n < 1:
         raise ValueError(f"{ENV_MAX_N}={raw_n!r}: expected a positive integer")
-    return RunConfig(device, numerics, dtypes, max_n, reference_device_for(device, numerics))
+    model = os.environ.get(ENV_MODEL) or "small"
+    if model not in MODEL_SIZES:
+        raise ValueError(f"{ENV_MODEL}={model!r}: expected one of {', '.join(MODEL_SIZES)}")
+    return RunConfig(device, numerics, dtypes, max_n, reference_device_for(device, numerics), model)
 
 
 def reference_device_for(device: str, numerics: str) -> str:

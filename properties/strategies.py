@@ -21,7 +21,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from properties.faults import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
-from properties.run_config import RunConfig
+from properties.run_config import MODEL_SIZES, RunConfig
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 GRAMMARS = ("json", "regex", "ebnf")
@@ -92,14 +92,19 @@ WEIGHT_SEEDS = st.integers(0, 3)
 
 @st.composite
 def model_specs(draw: st.DrawFn, run: RunConfig, n: int) -> ModelSpec:
-    """A model for a mix of `n` sequences on the run's device and numerics."""
+    """A model for a mix of `n` sequences on the run's device and numerics, of the run's size."""
     organic = draw(ORGANIC)
+    dtype = draw(dtypes(run.dtypes))
+    size = MODEL_SIZES[run.model]
+    hidden, heads, vocab = size if size else (32, 2, draw(VOCAB_SIZES))
     return ModelSpec(
-        dtype=draw(dtypes(run.dtypes)),
+        dtype=dtype,
         numerics=run.numerics,
         device=run.device,
         reference_device=run.reference_device,
-        vocab_size=draw(VOCAB_SIZES),
+        hidden=hidden,
+        n_heads=heads,
+        vocab_size=vocab,
         block_size=draw(BLOCK_SIZES),
         max_seq_len=draw(MAX_SEQ_LENS),
         num_slots=slots_for(n),
