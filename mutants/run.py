@@ -25,6 +25,7 @@ from mutants.catalogue import CATALOGUE, by_id, for_impl, uncovered_ids
 from mutants.execute import Result, RunOptions, run_mutant
 from mutants.modes import DEVICES, DTYPES, NUMERICS, Mode
 from mutants.order import suite_tests
+from mutants.reach import applies, reached_by
 from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
 from mutants.subset import cover
@@ -77,13 +78,25 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def selected(only: list[str] | None, subset: bool = False, per_id: int = 1, impl: str | None = None) -> list[Mutant]:
-    """The mutants named by `--only`, in the order given, those written for `impl`, the subset
+    """The mutants named by `--only`, in the order given, those written for `impl` and the
+    catalogue's mutants of code it shares (`shared_with`), the subset
     (`mutants.subset.cover`), or the whole catalogue."""
     if only:
         return [by_id(i) for i in only]
     if impl is not None:
-        return for_impl(impl)
+        return for_impl(impl) + shared_with(impl)
     return cover(CATALOGUE, per_id) if subset else list(CATALOGUE)
+
+
+def shared_with(impl: str) -> list[Mutant]:
+    """The catalogue's mutants of code `impl` runs too (`mutants.reach`), in catalogue order; the
+    rest change code it replaces, and are listed as not reached."""
+    reached = reached_by(impl)
+    shared = [m for m in CATALOGUE if applies(m, reached)]
+    skipped = [m.id for m in CATALOGUE if m not in shared]
+    if skipped:
+        print(f"not reached by {impl} (code it replaces): {', '.join(skipped)}", flush=True)
+    return shared
 
 
 def gpu_count() -> int:

@@ -22,7 +22,7 @@ def test_the_vector_catalogue_is_registered_apart_from_the_default_one() -> None
     assert set(MUTANTS) <= set(OTHER_IMPLS) and not set(MUTANTS) & set(CATALOGUE)
     ids = [m.id for m in (*CATALOGUE, *OTHER_IMPLS)]
     assert len(set(ids)) == len(ids), "duplicate mutant ids"
-    assert for_impl(VECTOR_IMPL) == list(MUTANTS) == selected(None, impl=VECTOR_IMPL)
+    assert for_impl(VECTOR_IMPL) == list(MUTANTS) == selected(None, impl=VECTOR_IMPL)[: len(MUTANTS)]
     assert by_id(MUTANTS[0].id) is MUTANTS[0]
     assert callable(load(VECTOR_IMPL))
 
