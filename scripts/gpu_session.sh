@@ -7,12 +7,14 @@
 #   scripts/gpu_session.sh reach    the reference on the CPU (fast numerics): its tests on the GPU, the rounding
 #                                   against the GPU's numbers, P1 host throughput with it and without, and a
 #                                   nightly of P1, P4 and P6 with it for the rest of the ten minutes
+#   scripts/gpu_session.sh finish   the fully batched step's benchmarks (scripts/gpu_bench_vector.sh), then a
+#                                   nightly of P1, P4 and P6 (reference on the GPU) for the rest of the call
 #   scripts/gpu_session.sh mutants  the mutation catalogue in fast bf16 on cuda, one job per core
 #   scripts/gpu_session.sh bench    the GPU unit tests, the three-way bootstrap benchmarks
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|mutants|bench}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -57,6 +59,13 @@ elif [ "$part" = reach ]; then  # the reference on the CPU: its tests on the GPU
   left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
   run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
     --device "$dev" --numerics fast --reference-device cpu --out "$res/nightly" --pack \
+    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
+    properties/test_p6_metamorphic.py
+elif [ "$part" = finish ]; then  # the fully batched step's benchmarks, then P1/P4/P6 for the rest of the call
+  OUT="$res/vector" run vector-bench 300 bash scripts/gpu_bench_vector.sh
+  left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
+  run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
+    --device "$dev" --numerics fast --out "$res/nightly" --pack \
     --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
     properties/test_p6_metamorphic.py
 elif [ "$part" = mutants ]; then
