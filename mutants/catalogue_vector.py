@@ -144,4 +144,104 @@ MUTANTS: tuple[Mutant, ...] = (
         "finished rows checkpoint too",
         (CHECKPOINT, CHECKPOINT.replace(SKIP_FINISHED, "")),
     ),
+    # The step-level bugs of the literal step's catalogue, written against this step's own code (the
+    # literal step's mutants of code this one replaces do not reach it: `mutants.reach`).
+    vector(
+        "vec-decode-failure-finishes-one",
+        STEP,
+        "B3 D2",
+        "a failed decode_batch finishes only the first row",
+        (
+            "        for a in refs:\n            a.finished = True\n        return",
+            "        refs[0].finished = True\n        return",
+        ),
+    ),
+    vector(
+        "vec-sample-error-not-finished",
+        STEP,
+        "B9",
+        "a row the sampling pass refused is logged but not finished (it stays active)",
+        (
+            'log.error(f"batched bootstrap sample error: {format_chain(r.error)}")\n            a.finished = True',
+            'log.error(f"batched bootstrap sample error: {format_chain(r.error)}")',
+        ),
+    ),
+    vector(
+        "vec-finished-row-continues",
+        STEP,
+        "B11",
+        "a row finished by emit goes on to last token, tick and propose",
+        (
+            "        emit_token(a, r.token, r.logprobs, sched)\n        if a.finished:\n            continue\n",
+            "        emit_token(a, r.token, r.logprobs, sched)\n",
+        ),
+    ),
+    vector(
+        "vec-last-token-not-set",
+        STEP,
+        "B12 B17",
+        "the sampled token does not become the last token",
+        ("        a.last_token = r.token\n", ""),
+    ),
+    vector(
+        "vec-tick-after-spec-allowed",
+        STEP,
+        "B12",
+        "tick_serial runs after spec_allowed",
+        (
+            "        tick_serial(a, sched)\n"
+            "        if spec_allowed(a, sched):  # can change re-probe state: called once\n"
+            "            proposing.append(j)",
+            "        allowed = spec_allowed(a, sched)\n        tick_serial(a, sched)\n        if allowed:\n"
+            "            proposing.append(j)",
+        ),
+    ),
+    vector(
+        "vec-propose-after-failed-stash",
+        STEP,
+        "B13",
+        "rows propose even when the stash failed",
+        (
+            "    if proposing and stash_all(model, n):  # B13\n",
+            "    if proposing and (stash_all(model, n) or True):  # B13\n",
+        ),
+    ),
+    vector(
+        "vec-stash-proposing-rows-only",
+        STEP,
+        "B13",
+        "only as many rows as propose are stashed, so a proposing row past them reads another row's hidden state",
+        (
+            "    if proposing and stash_all(model, n):  # B13\n",
+            "    if proposing and stash_all(model, len(proposing)):  # B13\n",
+        ),
+    ),
+    vector(
+        "vec-stash-without-proposers",
+        STEP,
+        "B13",
+        "the stash runs even when no row proposes",
+        ("    if proposing and stash_all(model, n):  # B13\n", "    if stash_all(model, n) and proposing:  # B13\n"),
+    ),
+    vector(
+        "vec-checkpoint-failure-stops",
+        STEP,
+        "B23",
+        "a failed checkpoint stops the remaining checkpoints",
+        (
+            '                log.error(f"batched bootstrap start_checkpoint_async: {format_chain(e)}")',
+            '                log.error(f"batched bootstrap start_checkpoint_async: {format_chain(e)}")\n'
+            "                return",
+        ),
+    ),
+    vector(
+        "vec-once-key-wrong",
+        STEP,
+        "B24",
+        "the ENGAGED notice uses the batched-argmax notice's once key",
+        (
+            'sched.telemetry.once("log:mtp_batched_bootstrap")',
+            'sched.telemetry.once("log:mtp_bootstrap_batched_argmax")',
+        ),
+    ),
 )
