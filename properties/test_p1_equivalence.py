@@ -17,6 +17,9 @@ from properties.strategies import world_specs
 RUN = current()
 
 
+# What P1 kills in the measured matrix (docs/coverage-matrix.md): group cap, group outcomes, the
+# group-returned-None fallback and the DCUT confidences (B14, B19, B20, D4) are P3's, P4's and P5's, whose
+# generators aim at them; P1's general mixes ran against those mutants and killed none.
 @covers(
     "P1 equivalence",
     "B1",
@@ -29,17 +32,13 @@ RUN = current()
     "B11",
     "B12",
     "B13",
-    "B14",
     "B15",
     "B16",
     "B17",
     "B18",
-    "B19",
-    "B20",
     "B22",
     "B23",
     "B26",
-    "D4",
 )
 @given(spec=world_specs(RUN))
 def test_p1_equivalence(spec: WorldSpec) -> None:
