@@ -8,10 +8,12 @@ from dataclasses import replace
 from hypothesis import given
 
 from properties.behaviours import covers
+from properties.call_checks import check_calls
 from properties.compare import check_equivalence
 from properties.differences import expected_confidences
 from properties.faults import SeqFault
 from properties.harness import run_reference, run_side_by_side
+from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import FaultSpec, WorldSpec
@@ -57,7 +59,10 @@ def test_p5_d1_checkpoint_after_failed_save(spec: WorldSpec) -> None:
     sbs = run_side_by_side(spec)
     saves = [c for c in sbs.impl.model.calls if c.op == "save_hidden_for_mtp_from_stash"]
     assert saves and saves[0].injected, f"no per-sequence fallback happened: {[c.op for c in sbs.impl.model.calls]}"
-    assert not check_equivalence(sbs), format_report("P5 D1 applied", sbs, check_equivalence(sbs))
+    # Every example fails a save, so every example also checks what the failure leads to: the calls
+    # after it (no propose for that row) and its log records, not only the state.
+    found = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
+    assert not found, format_report("P5 D1 applied", sbs, found)
     raw = check_equivalence(sbs, registered=("D4",))
     failed_seq = next(a.seq_id for a in sbs.before.active if a.seq.slot_idx == saves[0].slots[0])
     fields = {(m.seq_id, m.field.split()[0]) for m in raw}
