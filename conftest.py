@@ -31,6 +31,7 @@ from properties.run_config import (
     ENV_NUMERICS,
     ENV_REFERENCE_DEVICE,
     MODEL_SIZES,
+    REFERENCE_DEVICES,
 )
 
 pytest_plugins = ["properties.forced_budget"]
@@ -102,7 +103,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--reference-device",
         default=None,
-        choices=("same", "cpu"),
+        choices=REFERENCE_DEVICES,
         help="where the reference step runs: same (default) or cpu (fast numerics on a GPU only)",
     )
     group.addoption(

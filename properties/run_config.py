@@ -13,6 +13,7 @@ ENV_NUMERICS = "MTP_VERIFY_NUMERICS"
 ENV_MAX_N = "MTP_VERIFY_MAX_N"
 ENV_DTYPE = "MTP_VERIFY_DTYPE"
 ENV_REFERENCE_DEVICE = "MTP_VERIFY_REFERENCE_DEVICE"
+REFERENCE_DEVICES = ("same", "cpu")  # where the reference step runs (`--reference-device`)
 ENV_MODEL = "MTP_VERIFY_MODEL"
 # Model sizes (`--model`): `small` is the suite's test model (hidden 32, vocab 512 or 600); `serving`
 # has a serving model's width and vocabulary (hidden 1024 in 8 heads, vocab 32768), for GPU nightlies.
@@ -79,7 +80,7 @@ def reference_device_for(device: str, numerics: str) -> str:
     """Where the reference runs (`MTP_VERIFY_REFERENCE_DEVICE`): `same` (or unset) on `device`,
     `cpu` on the CPU. The CPU is allowed in fast numerics only (see `ModelSpec.reference_device`)."""
     raw = os.environ.get(ENV_REFERENCE_DEVICE) or "same"
-    if raw not in ("same", "cpu"):
+    if raw not in REFERENCE_DEVICES:
         raise ValueError(f"{ENV_REFERENCE_DEVICE}={raw!r}: expected same or cpu")
     if raw == "same" or device == "cpu":
         return ""
