@@ -1,5 +1,5 @@
 """Run the mutation self-check: `python -m mutants.run [--only ID | --subset] [--json out.json]
-[--numerics exact|fast] [--dtype float64|float32|bfloat16] [--device cpu|cuda] [--jobs N]`.
+[--numerics exact|fast] [--dtype float64|float32|bfloat16] [--device cpu|cuda [--mps]] [--jobs N]`.
 
 Every mutant of the catalogue (or of the subset) is applied to a fresh copy of a snapshot of the
 project and the property suite runs against it in the run's mode (tests covering the mutant's
@@ -14,6 +14,7 @@ visible for `--device cuda`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import tempfile
 import time
@@ -29,6 +30,7 @@ from mutants.reach import applies, reached_by
 from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
 from mutants.subset import cover
+from nightly.mps import MpsError, cuda_mps
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"
@@ -68,6 +70,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
     p.add_argument("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+    p.add_argument(
+        "--mps", action="store_true", help="with --device cuda: the jobs share each GPU through CUDA MPS (nightly.mps)"
+    )
     p.add_argument(
         "--impl",
         default=None,
@@ -208,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     if mode.device == "cuda" and not n_gpus:
         print("--device cuda: no CUDA device is visible", file=sys.stderr)
         return 2
+    if args.mps and mode.device != "cuda":
+        print("--mps shares a GPU among jobs: it needs --device cuda", file=sys.stderr)
+        return 2
     opts = RunOptions(
         profile=args.profile,
         max_n=args.max_n,
@@ -222,10 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     # Every run starts from one snapshot of the project, so that editing the tree while the runner
     # works cannot mix two versions of the suite into one table.
-    with tempfile.TemporaryDirectory(prefix="mutants-snapshot-") as tmp:
-        snapshot = Path(tmp) / "project"
-        copy_project(ROOT, snapshot)
-        baseline, results = run_all(snapshot, mutants, opts, args.jobs, n_gpus)
+    try:
+        with tempfile.TemporaryDirectory(prefix="mutants-snapshot-") as tmp, (
+            cuda_mps() if args.mps else contextlib.nullcontext()
+        ):
+            snapshot = Path(tmp) / "project"
+            copy_project(ROOT, snapshot)
+            baseline, results = run_all(snapshot, mutants, opts, args.jobs, n_gpus)
+    except MpsError as e:
+        print(e, file=sys.stderr)
+        return 2
     wall = time.perf_counter() - started
     summary = summarize(results, baseline, wall, args.profile, args.jobs, mode, args.keep_going)
     print(

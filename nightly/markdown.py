@@ -49,7 +49,8 @@ def header(meta: dict[str, Any], rounds: list[RoundInfo], totals: dict[str, Tota
         f"- started {meta['started']}, ran {fmt_seconds(meta['wall_seconds'])} of a budget of {meta['budget']}",
         f"- device {meta['device']}, numerics {meta['numerics']}, reference on "
         f"{'the CPU' if meta.get('reference_device') == 'cpu' else 'the same device'}, "
-        f"{meta.get('model', 'small')} model, {meta['workers']} worker(s), "
+        f"{meta.get('model', 'small')} model, {meta['workers']} worker(s)"
+        f"{' sharing the GPU through MPS' if meta.get('mps') else ''}, "
         f"implementation `{meta['impl']}`",
         f"- {len(rounds)} round(s), each with fresh random examples; {examples} examples in all",
         f"- example database: {meta['database']}; shard {meta['shard']}; run seed {meta.get('seed', '-')}",

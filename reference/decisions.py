@@ -75,16 +75,16 @@ def argmax_lowest(scores: torch.Tensor) -> int:
 def top2_margin(scores: torch.Tensor) -> tuple[int, int | None, float]:
     """(best, runner-up, best - runner-up) of a 1-D score tensor, ties to the lowest id."""
     s = torch.nan_to_num(scores.detach().double(), nan=float("-inf"))
-    best = int(torch.argmax(s).item())
     if s.numel() < 2:
-        return best, None, float("inf")
-    rest = s.clone()
-    rest[best] = float("-inf")
-    second = int(torch.argmax(rest).item())
-    top, run = float(s[best]), float(rest[second])
+        return argmax_lowest(s), None, float("inf")
+    best = torch.argmax(s)
+    rest = s.index_fill(0, best, float("-inf"))
+    second = torch.argmax(rest)
+    # One host read for all four numbers (on a GPU each read waits for the device).
+    b, r, top, run = torch.stack([best.double(), second.double(), s[best], rest[second]]).tolist()
     if run == float("-inf"):
-        return best, None, float("inf")
-    return best, second, top - run
+        return int(b), None, float("inf")
+    return int(b), int(r), top - run
 
 
 def decide(key: DecisionKey, scores: torch.Tensor) -> int:

@@ -11,10 +11,15 @@
 #                                   nightly of P1, P4 and P6 (reference on the GPU) for the rest of the call
 #   scripts/gpu_session.sh mutants  the mutation catalogue in fast bf16 on cuda, one job per core
 #   scripts/gpu_session.sh bench    the GPU unit tests, the three-way bootstrap benchmarks
+#   scripts/gpu_session.sh mps      where a P1 example's time goes, P1 host throughput with the workers sharing the
+#                                   GPU through CUDA MPS, then a nightly of P1, P4 and P6 with --mps for the rest
+#   scripts/gpu_session.sh probe    where a P1 example's time goes (scripts/p1_profile.py), and P1 host throughput
+#                                   with one CUDA context per worker and with the workers sharing the GPU
+#                                   through CUDA MPS (started for the run, stopped after it)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -68,12 +73,45 @@ elif [ "$part" = finish ]; then  # the fully batched step's benchmarks, then P1/
     --device "$dev" --numerics fast --out "$res/nightly" --pack \
     --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
     properties/test_p6_metamorphic.py
+elif [ "$part" = mps ]; then
+  run profile 60 $py scripts/p1_profile.py --device "$dev" --dtype bfloat16 --max-n 64 --examples 16 \
+    --out "$res/p1-profile.json"
+  MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-12} run p1-host-mps 80 $py -c 'import sys, pytest; from nightly.mps import cuda_mps
+with cuda_mps(): sys.exit(pytest.main(sys.argv[1:]))' -q -s -p no:cacheprovider benchmarks/bench_p1_host.py \
+    --device "$dev" --max-n 64 --numerics fast --benchmark-json "$res/p1-host-mps.json"
+  left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
+  run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
+    --device "$dev" --numerics fast --mps --out "$res/nightly" --pack \
+    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
+    properties/test_p6_metamorphic.py
 elif [ "$part" = mutants ]; then
-  run mutants-fast-bf16 560 $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" --jobs "$jobs" \
+  run mutants-fast-bf16 "${BUDGET_S:-570}" $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" \
+    --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-480}" \
     --json "$res/mutants-fast-bf16-cuda.json" --markdown "$res/mutants-fast-bf16-cuda.md"
 elif [ "$part" = bench ]; then
   run gpu-tests 60 $py -m pytest -q -p no:cacheprovider tests -m gpu
   OUT="$res/vector" run vector-bench $((570 - SECONDS)) bash scripts/gpu_bench_vector.sh
+elif [ "$part" = probe ]; then
+  run profile 90 $py scripts/p1_profile.py --device "$dev" --dtype bfloat16 --max-n 64 --examples 16 \
+    --out "$res/p1-profile.json"
+  [ "${PLAIN_HOST:-1}" = 1 ] && MTP_BENCH_HOST_EXAMPLES=4 run p1-host 90 $py -m pytest -q -s -p no:cacheprovider \
+    benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast --benchmark-json "$res/p1-host.json"
+  if command -v nvidia-cuda-mps-control >/dev/null; then
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d && echo "MPS started"
+    for w in ${MPS_WORKERS:-16}; do
+      MTP_BENCH_HOST_WORKERS=$w MTP_BENCH_HOST_EXAMPLES=$((96 / w)) run "p1-host-mps-$w" 90 $py -m pytest -q -s \
+        -p no:cacheprovider benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast \
+        --benchmark-json "$res/p1-host-mps-$w.json"
+    done
+    run profile-mps 60 $py scripts/p1_profile.py --device "$dev" --dtype bfloat16 --max-n 64 --examples 16 \
+      --out "$res/p1-profile-mps.json"
+    echo quit | nvidia-cuda-mps-control; sleep 2
+    cp -r "$CUDA_MPS_LOG_DIRECTORY" "$res/mps-log" 2>/dev/null
+  else
+    echo "no nvidia-cuda-mps-control on this machine"
+  fi
 else
   echo "unknown part $part"; exit 2
 fi
