@@ -74,9 +74,8 @@ class PhaseCounter(TorchDispatchMode):
         label = self.phases.stack[-1]
         if name not in NO_KERNEL and not _is_view(func) and any(t.device.type == dev for t in inputs + outputs):
             self.phases.ops[label] += 1
-        if dev == "cpu" and name == "_local_scalar_dense":
-            self.phases.reads[label] += 1
-        elif dev != "cpu" and _reads_to_host(name, func, args, inputs, outputs, dev):
+        read = name == "_local_scalar_dense" if dev == "cpu" else _reads_to_host(name, func, args, inputs, outputs, dev)
+        if read:
             self.phases.reads[label] += 1
         return out
 
@@ -133,15 +132,22 @@ def main() -> None:
         check_all(specs)
     n = len(specs)
     rows = [
-        {"phase": k, "ms_per_example": 1e3 * timed[k] / n, "ops_per_example": phases.ops[k] / n,
-         "reads_per_example": phases.reads[k] / n}
+        {
+            "phase": k,
+            "ms_per_example": 1e3 * timed[k] / n,
+            "ops_per_example": phases.ops[k] / n,
+            "reads_per_example": phases.reads[k] / n,
+        }
         for k in PHASES
     ]
-    print(f"{a.device} {a.numerics} {a.dtype} n <= {a.max_n}: {n} examples, {sum(len(s.seqs) for s in specs) / n:.1f} "
-          f"rows each, {n / wall:.2f} examples/s from one process")
+    print(
+        f"{a.device} {a.numerics} {a.dtype} n <= {a.max_n}: {n} examples, {sum(len(s.seqs) for s in specs) / n:.1f} "
+        f"rows each, {n / wall:.2f} examples/s from one process"
+    )
     print(f"{'phase':12s} {'ms/example':>11s} {'ops/example':>12s} {'reads/example':>14s}")
     for r in rows:
-        print(f"{r['phase']:12s} {r['ms_per_example']:11.1f} {r['ops_per_example']:12.0f} {r['reads_per_example']:14.0f}")
+        ms, ops, reads = r["ms_per_example"], r["ops_per_example"], r["reads_per_example"]
+        print(f"{r['phase']:12s} {ms:11.1f} {ops:12.0f} {reads:14.0f}")
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"config": vars(a), "examples_per_s": n / wall, "phases": rows}, f, indent=1)
