@@ -6,6 +6,7 @@ worker's examples over the span from the first start to the last end."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import time
@@ -14,10 +15,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
+from nightly.mps import cuda_mps
 from properties.run_config import reference_device_for
 
 ENV_WORKERS = "MTP_BENCH_HOST_WORKERS"
 ENV_EXAMPLES = "MTP_BENCH_HOST_EXAMPLES"
+ENV_MPS = "MTP_BENCH_HOST_MPS"  # 1: the workers share each GPU through CUDA MPS (`nightly.mps`)
 
 
 @dataclass(slots=True, frozen=True)
@@ -32,12 +35,14 @@ class HostConfig:
     workers: int = 1
     examples: int = 20
     reference_device: str = ""  # "": the reference runs on the workers' device too
+    mps: bool = False  # the workers share each GPU through CUDA MPS, started for the measurement
 
 
 def host_config_from_env(device: str = "cuda") -> HostConfig:
     """The benchmark's configuration: fast bf16 at n <= 64 on one worker per CPU core, unless
     `MTP_VERIFY_NUMERICS`, `MTP_VERIFY_DTYPE`, `MTP_VERIFY_MAX_N`, `MTP_BENCH_HOST_WORKERS` or
-    `MTP_BENCH_HOST_EXAMPLES` (examples per worker) say otherwise; the reference runs where
+    `MTP_BENCH_HOST_EXAMPLES` (examples per worker) say otherwise, with CUDA MPS where
+    `MTP_BENCH_HOST_MPS` is 1; the reference runs where
     `MTP_VERIFY_REFERENCE_DEVICE` says (`properties.run_config.reference_device_for`)."""
     return HostConfig(
         device=device,
@@ -47,6 +52,7 @@ def host_config_from_env(device: str = "cuda") -> HostConfig:
         workers=int(os.environ.get(ENV_WORKERS) or os.cpu_count() or 1),
         examples=int(os.environ.get(ENV_EXAMPLES) or 20),
         reference_device=reference_device_for(device, os.environ.get("MTP_VERIFY_NUMERICS") or "fast"),
+        mps=os.environ.get(ENV_MPS) == "1",
     )
 
 
@@ -129,6 +135,11 @@ class HostResult:
 def measure(cfg: HostConfig, timeout_s: float = 3600.0) -> HostResult:
     """Run `cfg.workers` worker processes and return what they measured. RuntimeError when a worker
     dies or does not report within `timeout_s`."""
+    with cuda_mps() if cfg.mps else contextlib.nullcontext():
+        return _measure(cfg, timeout_s)
+
+
+def _measure(cfg: HostConfig, timeout_s: float) -> HostResult:
     ctx = mp.get_context("spawn")
     start, results = ctx.Barrier(cfg.workers), ctx.Queue()
     procs = [ctx.Process(target=worker, args=(k, cfg, start, results), daemon=True) for k in range(cfg.workers)]

@@ -76,9 +76,9 @@ elif [ "$part" = finish ]; then  # the fully batched step's benchmarks, then P1/
 elif [ "$part" = mps ]; then
   run profile 60 $py scripts/p1_profile.py --device "$dev" --dtype bfloat16 --max-n 64 --examples 16 \
     --out "$res/p1-profile.json"
-  MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-12} run p1-host-mps 80 $py -c 'import sys, pytest; from nightly.mps import cuda_mps
-with cuda_mps(): sys.exit(pytest.main(sys.argv[1:]))' -q -s -p no:cacheprovider benchmarks/bench_p1_host.py \
-    --device "$dev" --max-n 64 --numerics fast --benchmark-json "$res/p1-host-mps.json"
+  MTP_BENCH_HOST_MPS=1 MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-12} run p1-host-mps 80 $py -m pytest -q -s \
+    -p no:cacheprovider benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast \
+    --benchmark-json "$res/p1-host-mps.json"
   left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
   run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
     --device "$dev" --numerics fast --mps --out "$res/nightly" --pack \
