@@ -9,7 +9,8 @@
 #                                   nightly of P1, P4 and P6 with it for the rest of the ten minutes
 #   scripts/gpu_session.sh finish   the fully batched step's benchmarks (scripts/gpu_bench_vector.sh), then a
 #                                   nightly of P1, P4 and P6 (reference on the GPU) for the rest of the call
-#   scripts/gpu_session.sh mutants  the mutation catalogue in fast bf16 on cuda, one job per core
+#   scripts/gpu_session.sh mutants  the mutation catalogue in fast bf16 on cuda, one job per core sharing the GPU
+#                                   through MPS, at n <= MAX_N (16: the whole suite at 64 takes far past one call)
 #   scripts/gpu_session.sh bench    the GPU unit tests, the three-way bootstrap benchmarks
 #   scripts/gpu_session.sh mps      where a P1 example's time goes, P1 host throughput with the workers sharing the
 #                                   GPU through CUDA MPS, then a nightly of P1, P4 and P6 with --mps for the rest
@@ -86,7 +87,7 @@ elif [ "$part" = mps ]; then
     properties/test_p6_metamorphic.py
 elif [ "$part" = mutants ]; then
   run mutants-fast-bf16 "${BUDGET_S:-570}" $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" \
-    --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-480}" \
+    --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-480}" --max-n "${MAX_N:-16}" \
     --json "$res/mutants-fast-bf16-cuda.json" --markdown "$res/mutants-fast-bf16-cuda.md"
 elif [ "$part" = bench ]; then
   run gpu-tests 60 $py -m pytest -q -p no:cacheprovider tests -m gpu
