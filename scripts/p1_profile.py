@@ -33,6 +33,7 @@ class Phases:
         self.seconds: collections.Counter[str] = collections.Counter()
         self.ops: collections.Counter[str] = collections.Counter()
         self.reads: collections.Counter[str] = collections.Counter()
+        self.by_op: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -74,6 +75,7 @@ class PhaseCounter(TorchDispatchMode):
         label = self.phases.stack[-1]
         if name not in NO_KERNEL and not _is_view(func) and any(t.device.type == dev for t in inputs + outputs):
             self.phases.ops[label] += 1
+            self.phases.by_op[label][name] += 1
         read = name == "_local_scalar_dense" if dev == "cpu" else _reads_to_host(name, func, args, inputs, outputs, dev)
         if read:
             self.phases.reads[label] += 1
@@ -148,9 +150,12 @@ def main() -> None:
     for r in rows:
         ms, ops, reads = r["ms_per_example"], r["ops_per_example"], r["reads_per_example"]
         print(f"{r['phase']:12s} {ms:11.1f} {ops:12.0f} {reads:14.0f}")
+    top = {k: {op: c / n for op, c in phases.by_op[k].most_common(12)} for k in PHASES}
+    for k in ("reference", "impl"):
+        print(f"{k}: " + ", ".join(f"{op} {c:.0f}" for op, c in top[k].items()))
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"config": vars(a), "examples_per_s": n / wall, "phases": rows}, f, indent=1)
+            json.dump({"config": vars(a), "examples_per_s": n / wall, "phases": rows, "top_ops": top}, f, indent=1)
 
 
 if __name__ == "__main__":
