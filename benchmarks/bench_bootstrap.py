@@ -26,7 +26,8 @@ from batched.vector_step import step_mtp_bootstrap_vectorized
 from benchmarks.floor import step_bytes
 from benchmarks.opcount import count_ops
 from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
-from benchmarks.worlds import BenchWorld, build_bench_world, sync
+from benchmarks.worlds import build_bench_world, cache_lens, sync
+from properties.world import World
 from reference.step import step_mtp_bootstrap_per_seq
 
 IMPLS: dict[str, Callable[..., None]] = {
@@ -51,7 +52,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def pristine_world(s: BenchSettings, n: int) -> BenchWorld:
+def pristine_world(s: BenchSettings, n: int) -> World:
     """The world of n sequences, built once per n (one at a time is kept). Its model is a
     `VectorMtpModel`, which behaves as a `BatchedMtpModel` except inside the fully batched step's
     checkpoint scope."""
@@ -78,12 +79,12 @@ def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchS
     step = IMPLS[impl]
     base = pristine_world(s, n)
 
-    def setup() -> tuple[tuple[BenchWorld], dict[str, Any]]:
+    def setup() -> tuple[tuple[World], dict[str, Any]]:
         world = base.clone()
         sync(s.device)
         return (world,), {}
 
-    def run(w: BenchWorld) -> None:
+    def run(w: World) -> None:
         step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
         sync(s.device)
 
@@ -92,7 +93,7 @@ def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchS
     drafting = [len(probe.active[i].pending_drafts) == s.ladder_nd for i in probe.idxs]
     assert 2 * sum(drafting) >= n, f"only {sum(drafting)} of {n} rows drafted: the mix is not what is measured"
 
-    nbytes = step_bytes(base.model.cfg, base.model.weights, base.cache_lens(), drafting, s.ladder_nd)
+    nbytes = step_bytes(base.model.cfg, base.model.weights, cache_lens(base), drafting, s.ladder_nd)
     benchmark.group = f"bootstrap {s.mix} n={n:03d}"
     benchmark.extra_info.update(
         {
@@ -107,7 +108,7 @@ def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchS
             "vocab_size": s.vocab_size,
             "ladder_nd": s.ladder_nd,
             "group_cap": s.group_cap,
-            "cache_tokens": sum(base.cache_lens()),
+            "cache_tokens": sum(cache_lens(base)),
             "rows_drafting": sum(drafting),
             "bytes": nbytes,
             "bandwidth_Bps": bandwidth,

@@ -34,6 +34,12 @@ class ModelSpec:
     # runs on a GPU) only in fast numerics, where the reference's numbers are compared within the
     # dtype's rounding anyway; exact numerics promise bit-equality on one device only.
     reference_device: str = ""
+    n_attn_layers: int = 1
+    # Blocks in the main and in the drafter cache. None: room for every slot's whole `max_seq_len`
+    # (the properties' worlds). A count: caches sized to what the world's sequences need (the
+    # benchmarks' mixes of up to 256 rows on a serving-sized model, where slot-sized caches take GBs).
+    num_blocks: int | None = None
+    num_draft_blocks: int | None = None
 
     def __post_init__(self) -> None:
         if self.reference_device not in ("", self.device) and self.numerics == "exact":

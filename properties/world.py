@@ -66,16 +66,18 @@ def copy_seq(a: ActiveSeq) -> ActiveSeq:
 
 
 def model_config(m: ModelSpec) -> ModelConfig:
-    """The model configuration a `ModelSpec` stands for, with caches sized for its slots."""
+    """The model configuration a `ModelSpec` stands for, with caches sized for its slots (or as
+    `num_blocks` and `num_draft_blocks` say)."""
     blocks_per_seq = math.ceil(m.max_seq_len / m.block_size) + 1
     draft_blocks_per_seq = math.ceil((m.max_seq_len + MAX_DRAFTS) / m.block_size) + 2
     return ModelConfig(
         vocab_size=m.vocab_size,
         hidden=m.hidden,
         n_heads=m.n_heads,
+        n_attn_layers=m.n_attn_layers,
         block_size=m.block_size,
-        num_blocks=m.num_slots * blocks_per_seq,
-        num_draft_blocks=m.num_slots * draft_blocks_per_seq,
+        num_blocks=m.num_slots * blocks_per_seq if m.num_blocks is None else m.num_blocks,
+        num_draft_blocks=m.num_slots * draft_blocks_per_seq if m.num_draft_blocks is None else m.num_draft_blocks,
         max_seq_len=m.max_seq_len,
         max_drafts=MAX_DRAFTS,
         num_slots=m.num_slots,
