@@ -65,7 +65,9 @@ def one_in(k: int) -> st.SearchStrategy[bool]:
 
 
 BOOLS = st.booleans()
-ONE_IN_3, ONE_IN_4, ONE_IN_8 = one_in(3), one_in(4), one_in(8)
+ONE_IN_3, ONE_IN_4, ONE_IN_6, ONE_IN_8 = one_in(3), one_in(4), one_in(6), one_in(8)
+# Two ways a row does not propose this step: its token is its last, or it is backed off.
+NO_PROPOSE = st.sampled_from(({"max_tokens_left": 1}, {"spec": "backed_off"}))
 
 # -- model ------------------------------------------------------------------------------------
 BLOCK_SIZES = st.sampled_from((16, 8, 4))
@@ -355,6 +357,7 @@ def world_specs(
     faults: bool = False,
     step: st.SearchStrategy[StepSpec] | None = None,
     model: st.SearchStrategy[ModelSpec] | None = None,
+    quiet: bool = False,
 ) -> WorldSpec:
     """A whole example: n sequences (slots any permutation, some without an SSM slot), which of
     them bootstrap, the step's levers, and optionally a fault plan.
@@ -362,7 +365,12 @@ def world_specs(
     Mixes of two or more sequences, all of them bootstrapping, most often; a single sequence (one
     in eight, where the run allows it) and a subset (one in three) besides. One world in four has
     sequences near `max_seq_len` and drafter tables with extra blocks: any one of them overflows the
-    default propose-meta stride and fails its whole group (B26), so they stay out of the others."""
+    default propose-meta stride and fails its whole group (B26), so they stay out of the others.
+
+    `quiet`: one world in six has no bootstrapped row that may propose (each either ends with this
+    step's token or is backed off), so work done for an empty set of proposers shows. Row by row
+    that world gets rarer as mixes grow (one row of 64 that proposes is enough), so it is drawn
+    for the whole world."""
     top = max(min_n, run.max_n)
     lo = max(min_n, 2) if top >= 2 and not draw(ONE_IN_8) else min_n
     n = draw(mix_sizes(lo, top))
@@ -378,6 +386,8 @@ def world_specs(
         bootstrap = tuple(sorted(chosen)) or (0,)
     else:
         bootstrap = tuple(range(n))
+    if quiet and draw(ONE_IN_6):
+        seqs = tuple(replace(q, **draw(NO_PROPOSE)) if i in bootstrap else q for i, q in enumerate(seqs))
     return WorldSpec(
         model=m,
         seqs=seqs,

@@ -38,7 +38,7 @@ RUN = current()
     "B22",
     "B23",
 )
-@given(spec=world_specs(RUN, faults=True))
+@given(spec=world_specs(RUN, faults=True, quiet=True))
 def test_p3_call_accounting(spec: WorldSpec) -> None:
     sbs = run_side_by_side(spec)
     record_paths(sbs)
