@@ -65,7 +65,7 @@ def one_in(k: int) -> st.SearchStrategy[bool]:
 
 
 BOOLS = st.booleans()
-ONE_IN_3, ONE_IN_4, ONE_IN_6, ONE_IN_8 = one_in(3), one_in(4), one_in(6), one_in(8)
+ONE_IN_3, ONE_IN_4, ONE_IN_8 = one_in(3), one_in(4), one_in(8)
 # Two ways a row does not propose this step: its token is its last, or it is backed off.
 NO_PROPOSE = st.sampled_from(({"max_tokens_left": 1}, {"spec": "backed_off"}))
 
@@ -357,7 +357,7 @@ def world_specs(
     faults: bool = False,
     step: st.SearchStrategy[StepSpec] | None = None,
     model: st.SearchStrategy[ModelSpec] | None = None,
-    quiet: bool = False,
+    no_proposer: bool = False,
 ) -> WorldSpec:
     """A whole example: n sequences (slots any permutation, some without an SSM slot), which of
     them bootstrap, the step's levers, and optionally a fault plan.
@@ -367,10 +367,9 @@ def world_specs(
     sequences near `max_seq_len` and drafter tables with extra blocks: any one of them overflows the
     default propose-meta stride and fails its whole group (B26), so they stay out of the others.
 
-    `quiet`: one world in six has no bootstrapped row that may propose (each either ends with this
-    step's token or is backed off), so work done for an empty set of proposers shows. Row by row
-    that world gets rarer as mixes grow (one row of 64 that proposes is enough), so it is drawn
-    for the whole world."""
+    `no_proposer`: no bootstrapped row may propose (each ends with this step's token or is backed
+    off), so work done for an empty set of proposers shows. Drawn row by row, such a world all but
+    disappears as mixes grow (one row of 64 that proposes is enough), so it is a whole-world choice."""
     top = max(min_n, run.max_n)
     lo = max(min_n, 2) if top >= 2 and not draw(ONE_IN_8) else min_n
     n = draw(mix_sizes(lo, top))
@@ -386,7 +385,7 @@ def world_specs(
         bootstrap = tuple(sorted(chosen)) or (0,)
     else:
         bootstrap = tuple(range(n))
-    if quiet and draw(ONE_IN_6):
+    if no_proposer:
         seqs = tuple(replace(q, **draw(NO_PROPOSE)) if i in bootstrap else q for i, q in enumerate(seqs))
     return WorldSpec(
         model=m,
