@@ -2,9 +2,11 @@
 `check_equivalence`, over the fixed spec list of `benchmarks.p1_specs` (CPU, exact numerics,
 n <= 8). One round checks every spec once; the warm-up round fills the weight caches the property
 run also keeps warm. Besides the wall-clock figure it records examples per second of process CPU
-time, the better estimate on a shared, loaded machine, and how many examples showed a mismatch
-(the P1 property reports those; the throughput benchmark only counts them). Rounds:
-`MTP_BENCH_P1_ROUNDS` (default 1, so a plain test run stays quick; 5 for a figure worth quoting)."""
+time, the better estimate on a shared, loaded machine, bootstrapped rows per CPU second (comparable
+across versions of the strategies, which decide how many rows an example holds), and how many
+examples showed a mismatch (the P1 property reports those; the throughput benchmark only counts
+them). Rounds: `MTP_BENCH_P1_ROUNDS` (default 1, so a plain test run stays quick; 5 for a figure
+worth quoting)."""
 
 from __future__ import annotations
 
@@ -65,5 +67,6 @@ def test_p1_throughput(benchmark: Any) -> None:
             "draw_s": draw_s,
             "examples_per_s": len(specs) / median if median else None,
             "examples_per_cpu_s": len(specs) / cpu_median if cpu_median else None,
+            "rows_per_cpu_s": sum(len(s.bootstrap) for s in specs) / cpu_median if cpu_median else None,
         }
     )

@@ -1,8 +1,14 @@
 """P1 examples per second from every worker of one host: `workers` processes (spawned, one torch
 thread each, worker k on GPU k modulo the GPU count, or on the CPU), each checking its own P1
 examples (`run_side_by_side` then `check_equivalence`) drawn from the run's strategies with a seed of
-its own. The workers draw and warm up first, then start together; the host's rate is every
-worker's examples over the span from the first start to the last end."""
+its own. The workers draw and warm up first, then start together. Two ways to count:
+- a fixed count (`seconds` = 0): each worker checks its `examples`; the host's rate is every
+  worker's examples over the span from the first start to the last end, so the slowest worker's
+  draw of mixes sets it (with few examples a worker, that straggler dominates);
+- a time window (`seconds` > 0): each worker keeps checking its examples (`examples` of them drawn
+  beforehand, a bound) until the window closes; the host's rate is the examples finished inside the
+  window over its length: the sustained rate of a run that goes on, as a nightly does. A worker
+  that runs out of examples before the window closes fails the measurement."""
 
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from properties.run_config import reference_device_for
 ENV_WORKERS = "MTP_BENCH_HOST_WORKERS"
 ENV_EXAMPLES = "MTP_BENCH_HOST_EXAMPLES"
 ENV_MPS = "MTP_BENCH_HOST_MPS"  # 1: the workers share each GPU through CUDA MPS (`nightly.mps`)
+ENV_SECONDS = "MTP_BENCH_HOST_SECONDS"  # > 0: count the examples finished within a window this long
 
 
 @dataclass(slots=True, frozen=True)
@@ -36,13 +43,14 @@ class HostConfig:
     examples: int = 20
     reference_device: str = ""  # "": the reference runs on the workers' device too
     mps: bool = False  # the workers share each GPU through CUDA MPS, started for the measurement
+    seconds: float = 0.0  # > 0: a time window (examples is then each worker's bound), else a fixed count
 
 
 def host_config_from_env(device: str = "cuda") -> HostConfig:
     """The benchmark's configuration: fast bf16 at n <= 64 on one worker per CPU core, unless
     `MTP_VERIFY_NUMERICS`, `MTP_VERIFY_DTYPE`, `MTP_VERIFY_MAX_N`, `MTP_BENCH_HOST_WORKERS` or
     `MTP_BENCH_HOST_EXAMPLES` (examples per worker) say otherwise, with CUDA MPS where
-    `MTP_BENCH_HOST_MPS` is 1; the reference runs where
+    `MTP_BENCH_HOST_MPS` is 1 and a time window of `MTP_BENCH_HOST_SECONDS`; the reference runs where
     `MTP_VERIFY_REFERENCE_DEVICE` says (`properties.run_config.reference_device_for`)."""
     return HostConfig(
         device=device,
@@ -53,6 +61,7 @@ def host_config_from_env(device: str = "cuda") -> HostConfig:
         examples=int(os.environ.get(ENV_EXAMPLES) or 20),
         reference_device=reference_device_for(device, os.environ.get("MTP_VERIFY_NUMERICS") or "fast"),
         mps=os.environ.get(ENV_MPS) == "1",
+        seconds=float(os.environ.get(ENV_SECONDS) or 0),
     )
 
 
@@ -89,9 +98,27 @@ def worker_device(kind: str, index: int) -> str:
     return f"cuda:{index % torch.cuda.device_count()}"
 
 
+def check_until(specs: list[Any], deadline: float) -> tuple[int, int, float]:
+    """Check `specs` in order until `deadline` (time.monotonic) passes: (examples finished by the
+    deadline, mismatched among them, when the last of them finished). RuntimeError when the specs
+    run out first."""
+    from benchmarks.bench_p1_throughput import check_all
+
+    done = mismatched = 0
+    last = time.monotonic()
+    for spec in specs:
+        bad = check_all((spec,))
+        now = time.monotonic()
+        if now > deadline:
+            return done, mismatched, last
+        done, mismatched, last = done + 1, mismatched + bad, now
+    raise RuntimeError(f"{len(specs)} examples ran out before the window closed: draw more")
+
+
 def worker(index: int, cfg: HostConfig, start: Any, results: Any) -> None:
-    """One worker process: draw and warm up, wait for every other worker, check its examples, and
-    put (index, examples, mismatched, start, end, cpu seconds) on `results`."""
+    """One worker process: draw and warm up, wait for every other worker, check its examples (all
+    of them, or until the window closes), and put (index, examples, mismatched, start, end, cpu
+    seconds) on `results`."""
     import torch
 
     torch.set_num_threads(1)
@@ -108,6 +135,10 @@ def worker(index: int, cfg: HostConfig, start: Any, results: Any) -> None:
         torch.cuda.synchronize()
     start.wait()
     t0, c0 = time.monotonic(), time.process_time()
+    if cfg.seconds > 0:
+        done, mismatched, _ = check_until(specs, t0 + cfg.seconds)
+        results.put((index, done, mismatched, t0, t0 + cfg.seconds, time.process_time() - c0))
+        return
     mismatched = check_all(specs)
     if device.startswith("cuda"):
         torch.cuda.synchronize()

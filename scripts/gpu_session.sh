@@ -12,15 +12,22 @@
 #   scripts/gpu_session.sh mutants  the mutation catalogue in fast bf16 on cuda, one job per core sharing the GPU
 #                                   through MPS, at n <= MAX_N (16: the whole suite at 64 takes far past one call)
 #   scripts/gpu_session.sh bench    the GPU unit tests, the three-way bootstrap benchmarks
-#   scripts/gpu_session.sh mps      where a P1 example's time goes, P1 host throughput with the workers sharing the
-#                                   GPU through CUDA MPS, then a nightly of P1, P4 and P6 with --mps for the rest
+#   scripts/gpu_session.sh mps      where a P1 example's time goes, the measured rounding of fast bf16, P1 host
+#                                   throughput with the workers sharing the GPU through CUDA MPS, then a nightly of
+#                                   P1, P4 and P6 with --mps for the rest
 #   scripts/gpu_session.sh probe    where a P1 example's time goes (scripts/p1_profile.py), and P1 host throughput
 #                                   with one CUDA context per worker and with the workers sharing the GPU
 #                                   through CUDA MPS (started for the run, stopped after it)
+#   scripts/gpu_session.sh profile  where the time of one bootstrap step goes (scripts/step_profile.py: the fully
+#                                   batched and the literal step at n = 64, greedy and mixed) and of one P1
+#                                   example (scripts/p1_profile.py with the Python profile)
+#   scripts/gpu_session.sh window   P1 host throughput over a time window (workers sharing the GPU through MPS), the
+#                                   fully batched step's profile at n = 64, then a nightly of P1, P4 and P6 against
+#                                   the fully batched step with --mps for the rest
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -76,13 +83,36 @@ elif [ "$part" = finish ]; then  # the fully batched step's benchmarks, then P1/
     properties/test_p6_metamorphic.py
 elif [ "$part" = mps ]; then
   run profile 60 $py scripts/p1_profile.py --device "$dev" --dtype bfloat16 --max-n 64 --examples 16 \
-    --out "$res/p1-profile.json"
+    --python-rows 40 --out "$res/p1-profile.json"
+  run rounding 80 $py scripts/fast_rounding.py --device "$dev" --dtype bfloat16 --examples "${ROUNDING_EXAMPLES:-40}" \
+    --max-n 64 --out "$res/rounding-bf16.json"
   MTP_BENCH_HOST_MPS=1 MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-12} run p1-host-mps 80 $py -m pytest -q -s \
     -p no:cacheprovider benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast \
     --benchmark-json "$res/p1-host-mps.json"
   left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
   run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
     --device "$dev" --numerics fast --mps --out "$res/nightly" --pack \
+    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
+    properties/test_p6_metamorphic.py
+elif [ "$part" = profile ]; then
+  for case in vector:greedy vector:mixed batched:greedy; do
+    run "step-${case/:/-}" 90 $py scripts/step_profile.py --device "$dev" --impl "${case%:*}" --mix "${case#*:}" \
+      --n "${STEP_N:-64}" --steps 20 --rows 40 --out "$res/step-${case/:/-}.json"
+  done
+  run p1-profile 90 $py scripts/p1_profile.py --device "$dev" --dtype bfloat16 --max-n 64 --examples 16 \
+    --python-rows 40 --out "$res/p1-profile-python.json"
+elif [ "$part" = window ]; then
+  MTP_BENCH_HOST_MPS=1 MTP_BENCH_HOST_SECONDS=${WINDOW_S:-45} MTP_BENCH_HOST_EXAMPLES=400 run p1-host-window 150 \
+    $py -m pytest -q -s -p no:cacheprovider benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast \
+    --benchmark-json "$res/p1-host-window.json"
+  for mix in greedy mixed; do
+    run "step-vector-$mix" 90 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 20 --rows 40 --out "$res/step-vector-$mix.json"
+  done
+  left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
+  run nightly-vector $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
+    --device "$dev" --numerics fast --mps --impl batched.vector_step:step_mtp_bootstrap_vectorized \
+    --out "$res/nightly-vector" --pack \
     --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
     properties/test_p6_metamorphic.py
 elif [ "$part" = mutants ]; then

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import cProfile
 import functools
 import json
 import time
@@ -20,6 +21,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchmarks.opcount import NO_KERNEL, _is_view, _reads_to_host, _tensors
+from benchmarks.pyprofile import print_table, python_table
 
 PHASES = ("build_world", "impl", "reference", "compare", "other")
 
@@ -108,6 +110,7 @@ def main() -> None:
     p.add_argument("--max-n", type=int, default=64)
     p.add_argument("--examples", type=int, default=12)
     p.add_argument("--seed", type=int, default=3)
+    p.add_argument("--python-rows", type=int, default=0, help="also profile the Python: this many rows per table")
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -133,6 +136,15 @@ def main() -> None:
     with PhaseCounter(phases):
         check_all(specs)
     n = len(specs)
+    python: dict[str, Any] = {}
+    if a.python_rows:
+        prof = cProfile.Profile()
+        prof.enable()
+        check_all(specs)
+        prof.disable()
+        python = {k: python_table(prof, k, a.python_rows) for k in ("tottime", "cumulative")}
+        print_table("own time", python["tottime"], "own_s", n)
+        print_table("cumulative time", python["cumulative"], "cum_s", n)
     rows = [
         {
             "phase": k,
@@ -155,7 +167,8 @@ def main() -> None:
         print(f"{k}: " + ", ".join(f"{op} {c:.0f}" for op, c in top[k].items()))
     if a.out:
         with open(a.out, "w") as f:
-            json.dump({"config": vars(a), "examples_per_s": n / wall, "phases": rows, "top_ops": top}, f, indent=1)
+            report = {"config": vars(a), "examples_per_s": n / wall, "phases": rows, "top_ops": top, "python": python}
+            json.dump(report, f, indent=1)
 
 
 if __name__ == "__main__":

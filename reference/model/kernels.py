@@ -17,14 +17,26 @@ whose result is correctly rounded: add, mul, div, sqrt, where) are safe in both 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 Tensors = torch.Tensor | tuple[torch.Tensor, ...]
+
+# The attention backends fast mode lets PyTorch choose from on a GPU (None: every backend). Not
+# cuDNN: it builds an execution plan for every new (rows, span) shape, and nearly every example of
+# the suite brings new shapes, so plans, not attention, took most of a GPU example's time
+# (docs/gpu-equivalence.md, "Where a GPU example's time went").
+FAST_SDPA_BACKENDS: list[SDPBackend] | None = [
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.MATH,
+]
 
 
 @dataclass(slots=True, frozen=True)
@@ -117,13 +129,15 @@ def attention(
 
     if not nm.exact:
         valid = torch.arange(k.shape[1], device=k.device)[None, :] < lengths[:, None]  # [M, L]
-        out = F.scaled_dot_product_attention(
-            q[:, :, None, :],
-            k.transpose(1, 2),
-            v.transpose(1, 2),
-            attn_mask=valid[:, None, None, :],
-            scale=scale,
-        )  # [M, Hh, 1, D]
+        backends = FAST_SDPA_BACKENDS if q.device.type == "cuda" else None
+        with sdpa_kernel(backends) if backends is not None else contextlib.nullcontext():
+            out = F.scaled_dot_product_attention(
+                q[:, :, None, :],
+                k.transpose(1, 2),
+                v.transpose(1, 2),
+                attn_mask=valid[:, None, None, :],
+                scale=scale,
+            )  # [M, Hh, 1, D]
         return out[:, :, 0, :]
 
     def core(qc: torch.Tensor, kc: torch.Tensor, vc: torch.Tensor, lc: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,111 @@
+"""Where one bootstrap step's time goes: the benchmark world of n sequences (`benchmarks.worlds`),
+one implementation, timed warm over fresh clones, then profiled twice: cProfile (the Python
+functions, own and cumulative time) and the torch profiler (operators' host time, and the device's
+busy time from CUDA kernel records). Prints the tables and writes them as JSON.
+
+    python scripts/step_profile.py --device cuda --impl vector --mix greedy --n 64 --out prof.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import statistics
+import time
+from dataclasses import replace
+
+import torch
+
+from batched.vector_model import VectorMtpModel
+from benchmarks.bench_bootstrap import IMPLS
+from benchmarks.pyprofile import print_table, python_table
+from benchmarks.settings import MIXES, resolve
+from benchmarks.worlds import build_bench_world, sync
+from properties.world import World
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--impl", default="vector", choices=tuple(IMPLS))
+    p.add_argument("--mix", default="greedy", choices=MIXES)
+    p.add_argument("--n", type=int, default=64)
+    p.add_argument("--steps", type=int, default=20, help="timed steps (each on a fresh clone)")
+    p.add_argument("--rows", type=int, default=25, help="rows of each table")
+    p.add_argument("--out", default="")
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    s = replace(resolve({"device": a.device}), mix=a.mix)
+    base = build_bench_world(s, a.n)
+    base.model = VectorMtpModel.from_model(base.model)
+    step = IMPLS[a.impl]
+
+    def run(w: World) -> None:
+        step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
+        sync(s.device)
+
+    def clones(k: int) -> list[World]:
+        ws = [base.clone() for _ in range(k)]
+        sync(s.device)
+        return ws
+
+    for w in clones(3):
+        run(w)
+    times = []
+    for w in clones(a.steps):
+        t0 = time.perf_counter()
+        run(w)
+        times.append(time.perf_counter() - t0)
+    median = statistics.median(times)
+
+    prof = cProfile.Profile()
+    ws = clones(a.steps)
+    prof.enable()
+    for w in ws:
+        run(w)
+    prof.disable()
+
+    ws = clones(a.steps)
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if s.on_cuda:
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=acts) as tp:
+        for w in ws:
+            run(w)
+    avgs = tp.key_averages()
+    per = 1e-3 / a.steps  # the profiler's microsecond totals -> ms per step
+    ops = sorted(avgs, key=lambda e: e.self_cpu_time_total, reverse=True)[: a.rows]
+    op_rows = [
+        {
+            "op": e.key,
+            "calls_per_step": e.count / a.steps,
+            "self_cpu_ms": e.self_cpu_time_total * per,
+            "device_ms": getattr(e, "self_device_time_total", 0.0) * per,
+        }
+        for e in ops
+    ]
+    # Each kernel counted once, at the operator that launched it (the kernel's own entry would count it twice).
+    device_ms = sum(getattr(e, "self_device_time_total", 0.0) for e in avgs if e.key.startswith("aten::")) * per
+    report = {
+        "config": vars(a),
+        "settings": {k: getattr(s, k) for k in ("device", "dtype", "numerics", "hidden", "vocab_size", "group_cap")},
+        "median_ms": 1e3 * median,
+        "device_busy_ms": device_ms,
+        "python_own": python_table(prof, "tottime", a.rows),
+        "python_cumulative": python_table(prof, "cumulative", a.rows),
+        "ops": op_rows,
+    }
+    print(f"{a.impl} {a.mix} n={a.n} on {s.device}: median {1e3 * median:.2f} ms/step, device busy {device_ms:.2f} ms")
+    print_table("own time", report["python_own"], "own_s", a.steps)
+    print_table("cumulative time", report["python_cumulative"], "cum_s", a.steps)
+    print("-- operators by host time (ms per step, device ms per step, calls per step)")
+    for r in op_rows:
+        print(f"{r['self_cpu_ms']:9.3f} {r['device_ms']:9.3f} {r['calls_per_step']:8.1f}  {r['op']}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
