@@ -2,6 +2,9 @@
 implementation's step, the reference's step (every round), and the comparison. For each phase:
 wall seconds (the device synchronised at every phase boundary), device operators (about one kernel
 launch each on a GPU) and host reads (each one waits for the device). Prints a table and writes JSON.
+`--python-rows N` adds a cProfile pass over the same examples, run after the timed one: its shapes
+are no longer new, so a phase much faster there than in the timed pass pays for first calls (as
+cuDNN's per-shape attention plans did).
 
     python scripts/p1_profile.py --device cuda --dtype bfloat16 --max-n 64 --examples 12 --out p.json
 """
