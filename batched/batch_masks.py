@@ -1,5 +1,7 @@
 """Logit processing for many rows at once: penalties over each row's scoped history, banned ids, the
-EOS mask while held and the grammar bitmask, on a float64 [m, V] copy of the rows.
+EOS mask while held and the grammar bitmask, on a float64 [m, V] copy of the rows. The host packs
+each row's inputs (`history_ids`, `masked_ids`, `penalty_columns`, `grammar_words`); the device
+pass (`processed_rows`) branches on nothing, so it keeps one shape for a given row count.
 
 Row i gets exactly what `reference.sampling.processed_row` gives its row alone: repetition on the
 input values (divide a positive logit, multiply a non-positive one, for tokens seen in the history),
@@ -18,7 +20,7 @@ from functools import lru_cache
 import torch
 import xgrammar as xgr
 
-from batched.row_scalars import column, divide_rows, int_column
+from batched.row_scalars import divide_by, divisors
 from reference.grammar import GrammarState
 from reference.penalties import PenaltyParams
 
@@ -43,79 +45,87 @@ def _batch_matcher() -> xgr.BatchGrammarMatcher:
     return xgr.BatchGrammarMatcher(max_threads=1)
 
 
-def grammar_allowed(states: Sequence[GrammarState], vocab: int, device: torch.device) -> torch.Tensor:
-    """[g, V] bool on `device`: the tokens each grammar allows next (all False once terminated), as
-    `GrammarState.allowed_mask` gives them, from one bitmask filled for every live matcher."""
-    bitmask = xgr.allocate_token_bitmask(len(states), vocab)  # [g, ceil(V / 32)] int32, all bits set
-    live = [i for i, s in enumerate(states) if not s.is_terminated()]
+def grammar_words(states: Sequence[GrammarState | None], vocab: int) -> torch.Tensor:
+    """[m, ceil(V / 32)] int32 on the host: bit j of word w of row i set when states[i] allows token
+    32 w + j next, as `GrammarState.allowed_mask` gives it (no bit once terminated, every bit for a
+    row without a grammar), from one bitmask filled for every live matcher."""
+    bitmask = xgr.allocate_token_bitmask(len(states), vocab)  # all bits set
+    live = [i for i, s in enumerate(states) if s is not None and not s.is_terminated()]
     if live:
-        _batch_matcher().batch_fill_next_token_bitmask([states[i].matcher for i in live], bitmask, live)
-    for i in set(range(len(states))) - set(live):
-        bitmask[i] = 0  # a terminated grammar allows nothing
-    words = bitmask.to(device, non_blocking=True)
-    shifts = torch.arange(32, dtype=torch.int32, device=device)
-    bits = (words[:, :, None] >> shifts) & 1  # [g, W, 32]: bit j of word w is token 32 w + j
+        _batch_matcher().batch_fill_next_token_bitmask([states[i].matcher for i in live], bitmask, live)  # type: ignore[union-attr]
+    for i, s in enumerate(states):
+        if s is not None and s.is_terminated():
+            bitmask[i] = 0  # a terminated grammar allows nothing
+    return bitmask
+
+
+def allowed_tokens(words: torch.Tensor, vocab: int) -> torch.Tensor:
+    """[m, V] bool: the tokens the bitmask words [m, W] int32 allow."""
+    shifts = torch.arange(32, dtype=torch.int32, device=words.device)
+    bits = (words[:, :, None] >> shifts) & 1  # [m, W, 32]: bit j of word w is token 32 w + j
     return bits.flatten(1)[:, :vocab].bool()
 
 
-def _counts(rows: Sequence[int], histories: Sequence[Sequence[int]], m: int, vocab: int, device: torch.device):
-    """[m, V] int64: how often each token occurs in row rows[i]'s history (other rows zero)."""
+def grammar_allowed(states: Sequence[GrammarState], vocab: int, device: torch.device) -> torch.Tensor:
+    """[g, V] bool on `device`: the tokens each grammar allows next (all False once terminated)."""
+    return allowed_tokens(grammar_words(states, vocab).to(device, non_blocking=True), vocab)
+
+
+def history_ids(rows: Sequence[RowProcessing], vocab: int) -> array:
+    """Flat ids r * V + t of every token t in the history of each row r with an active penalty."""
     flat = array("q")
-    for r, hist in zip(rows, histories, strict=True):
+    for r, p in enumerate(rows):
+        if p.pen.repetition != 1.0 or p.pen.frequency != 0.0 or p.pen.presence != 0.0:
+            base = r * vocab
+            flat.extend(base + t for t in p.history)
+    return flat
+
+
+def masked_ids(rows: Sequence[RowProcessing], vocab: int) -> array:
+    """Flat ids r * V + t of each row's banned ids and (while held) EOS ids."""
+    flat = array("q")
+    for r, p in enumerate(rows):
         base = r * vocab
-        flat.extend(base + t for t in hist)
-    counts = torch.zeros(m * vocab, dtype=torch.int64, device=device)
-    if flat:
-        idx = int_column(flat, device)
-        counts.scatter_add_(0, idx, torch.ones_like(idx))
-    return counts.view(m, vocab)
+        flat.extend(base + t for t in p.pen.banned_ids)
+        flat.extend(base + t for t in p.eos_mask)
+    return flat
 
 
-def apply_penalties_rows(proc: torch.Tensor, rows: Sequence[RowProcessing]) -> torch.Tensor:
-    """proc [m, V] float64 with repetition, frequency and presence applied over each row's history."""
+def penalty_columns(rows: Sequence[RowProcessing], device: torch.device) -> list[list[float]]:
+    """The four [m] float columns `penalties_rows` takes: repetition, its `divisors` form,
+    frequency, presence (neutral values where a penalty is off)."""
+    reps = [p.pen.repetition for p in rows]
+    return [reps, divisors(reps, device), [p.pen.frequency for p in rows], [p.pen.presence for p in rows]]
+
+
+def penalties_rows(proc: torch.Tensor, hist: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """proc [m, V] float64 with repetition, frequency and presence applied over each row's history:
+    hist holds flat ids r * V + t (any id m * V counts nowhere: padding), cols [4, m, 1] the
+    `penalty_columns`. A row whose penalty is off keeps its values."""
     m, vocab = proc.shape
-    active = [
-        i for i, r in enumerate(rows) if r.pen.repetition != 1.0 or r.pen.frequency != 0.0 or r.pen.presence != 0.0
-    ]
-    if not active:
-        return proc
-    counts = _counts(active, [rows[i].history for i in active], m, vocab, proc.device)  # [m, V]
+    counts = torch.zeros(m * vocab + 1, dtype=torch.int64, device=proc.device)
+    counts = counts.scatter_add_(0, hist, torch.ones_like(hist))[:-1].view(m, vocab)  # [m, V]
     seen = counts > 0
-    dev = proc.device
-    if any(rows[i].pen.repetition != 1.0 for i in active):
-        reps = [r.pen.repetition for r in rows]
-        on = column([float(r.pen.repetition != 1.0) for r in rows], dev) > 0  # [m, 1]
-        scaled = torch.where(proc > 0, divide_rows(proc, reps), proc * column(reps, dev))
-        proc = torch.where(on & seen, scaled, proc)
-    if any(rows[i].pen.frequency != 0.0 for i in active):
-        on = column([float(r.pen.frequency != 0.0) for r in rows], dev) > 0
-        proc = torch.where(on, proc - counts.to(proc.dtype) * column([r.pen.frequency for r in rows], dev), proc)
-    if any(rows[i].pen.presence != 0.0 for i in active):
-        on = column([float(r.pen.presence != 0.0) for r in rows], dev) > 0
-        proc = torch.where(on, proc - seen.to(proc.dtype) * column([r.pen.presence for r in rows], dev), proc)
-    return proc
+    rep, rep_div, freq, pres = cols  # [m, 1] each
+    on = rep != 1.0
+    scaled = torch.where(proc > 0, divide_by(proc, rep_div), proc * rep)
+    proc = torch.where(on & seen, scaled, proc)
+    proc = torch.where(freq != 0.0, proc - counts.to(proc.dtype) * freq, proc)
+    return torch.where(pres != 0.0, proc - seen.to(proc.dtype) * pres, proc)
 
 
-def apply_masks_rows(proc: torch.Tensor, rows: Sequence[RowProcessing]) -> torch.Tensor:
-    """proc [m, V] with each row's banned ids, EOS mask and grammar's disallowed tokens at -inf (in
-    place; returned)."""
-    vocab = proc.shape[1]
-    flat = array("q")
-    for i, r in enumerate(rows):
-        base = i * vocab
-        flat.extend(base + t for t in r.pen.banned_ids)
-        flat.extend(base + t for t in r.eos_mask)
-    if flat:
-        proc.view(-1).index_fill_(0, int_column(flat, proc.device), NEG_INF)
-    g_rows = [i for i, r in enumerate(rows) if r.grammar is not None]
-    if g_rows:
-        allowed = grammar_allowed([rows[i].grammar for i in g_rows], vocab, proc.device)  # type: ignore[misc]
-        idx = int_column(g_rows, proc.device)
-        proc.index_copy_(0, idx, proc.index_select(0, idx).masked_fill_(~allowed, NEG_INF))
-    return proc
+def masks_rows(proc: torch.Tensor, masked: torch.Tensor, words: torch.Tensor | None) -> torch.Tensor:
+    """proc [m, V] with the flat ids `masked` (banned and EOS; any id m * V is padding) and, given
+    grammar bitmask words [m, W], the tokens they disallow at -inf."""
+    m, vocab = proc.shape
+    flat = torch.cat([proc.reshape(-1), proc.new_zeros(1)])  # one scratch slot for padding ids
+    proc = flat.index_fill_(0, masked, NEG_INF)[:-1].view(m, vocab)
+    return proc if words is None else proc.masked_fill(~allowed_tokens(words, vocab), NEG_INF)
 
 
-def processed_rows(raw: torch.Tensor, rows: Sequence[RowProcessing]) -> torch.Tensor:
+def processed_rows(
+    raw: torch.Tensor, hist: torch.Tensor, cols: torch.Tensor, masked: torch.Tensor, words: torch.Tensor | None
+) -> torch.Tensor:
     """A float64 copy of raw [m, V] with each row's penalties and masks applied (never in place on
-    `raw`)."""
-    return apply_masks_rows(apply_penalties_rows(raw.to(torch.float64, copy=True), rows), rows)
+    `raw`); the inputs as `penalties_rows` and `masks_rows` take them."""
+    return masks_rows(penalties_rows(raw.to(torch.float64, copy=True), hist, cols), masked, words)

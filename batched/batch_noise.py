@@ -17,16 +17,26 @@ from batched.row_scalars import int_column
 from reference.sampling import _fmix32, noise_keys
 
 
-def gumbel_rows(seeds: Sequence[int], positions: Sequence[int], vocab: int, device: torch.device) -> torch.Tensor:
-    """[m, V] float64 standard Gumbel noise, row i a pure function of (seeds[i], positions[i], id)."""
-    m = len(seeds)
+def noise_key_rows(seeds: Sequence[int], positions: Sequence[int]) -> list[int]:
+    """Four keys per row, laid out as `gumbel_from_keys` reads them: (k0, k2, k1, k3) of
+    `noise_keys(seeds[i], positions[i])`."""
     flat: list[int] = []
     for seed, pos in zip(seeds, positions, strict=True):
         k0, k1, k2, k3 = noise_keys(seed, pos)
         flat += (k0, k2, k1, k3)
-    keys = int_column(flat, device).view(m, 2, 2, 1)  # [m, (first, second key), (chain 1, chain 2), 1]
-    ids = torch.arange(vocab, dtype=torch.int64, device=device)  # [V]
+    return flat
+
+
+def gumbel_from_keys(keys: torch.Tensor, vocab: int) -> torch.Tensor:
+    """[m, V] float64 standard Gumbel noise from keys [4 m] int64 (`noise_key_rows`)."""
+    keys = keys.view(-1, 2, 2, 1)  # [m, (first, second key), (chain 1, chain 2), 1]
+    ids = torch.arange(vocab, dtype=torch.int64, device=keys.device)  # [V]
     h = _fmix32(_fmix32(ids ^ keys[:, 0]) ^ keys[:, 1])  # [m, 2, V]: (h1, h2) of every row
     bits = (h[:, 0] << 20) | (h[:, 1] >> 12)  # [m, V], 52 bits
     u = (bits * 2 + 1).to(torch.float64) * 2.0**-53
     return -torch.log(-torch.log(u))
+
+
+def gumbel_rows(seeds: Sequence[int], positions: Sequence[int], vocab: int, device: torch.device) -> torch.Tensor:
+    """[m, V] float64 standard Gumbel noise, row i a pure function of (seeds[i], positions[i], id)."""
+    return gumbel_from_keys(int_column(noise_key_rows(seeds, positions), device), vocab)

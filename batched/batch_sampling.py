@@ -5,7 +5,9 @@ text), the processed row (penalties, EOS mask, grammar mask: `batched.batch_mask
 of the processed row for a greedy row (temperature 0 or `force_temp_zero`, ties to the lowest id),
 or for a sampled row the argmax of its cut scores (`batched.batch_cuts`) plus its counter-based
 noise (`batched.batch_noise`). The pass issues a fixed number of device operations whatever the row
-count, reads nothing back (`collect` does, once), and never modifies the logits or a grammar.
+count and the parameters (one static pass of `batched.static_passes`, replayed as a CUDA graph on a
+GPU), reads nothing back (`outcomes` takes the host copies), and never modifies the logits or a
+grammar.
 
 Unlike the per-row sampler it makes no `model.argmax_on_device` call for a greedy row, and it does
 not go through `reference.decisions` (it records no margins and takes no forced choice), so it can
@@ -14,17 +16,28 @@ be the implementation under test but not the reference.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import torch
 
 from batched.batch_cuts import cut_scores_rows
-from batched.batch_masks import NEUTRAL, RowProcessing, processed_rows
-from batched.batch_noise import gumbel_rows
+from batched.batch_masks import (
+    NEUTRAL,
+    RowProcessing,
+    grammar_words,
+    history_ids,
+    masked_ids,
+    penalty_columns,
+    processed_rows,
+)
+from batched.batch_noise import gumbel_from_keys, noise_key_rows
 from batched.readback import read_together
-from batched.row_scalars import int_column
+from batched.row_scalars import divisors
 from batched.sample_checks import first_error
+from batched.static_passes import PassCache, padded, row_bucket
 from reference.sampling import SamplingError
 
 
@@ -55,35 +68,82 @@ class SampledRows:
     shape_error: str | None = None
 
 
-def sample_pass(logits: torch.Tensor, requests: list[SampleRequest], vocab: int) -> SampledRows:
-    """Launch the pass for `requests` over logits [N, V] (no host sync)."""
+def _bucket(n: int) -> int:
+    """The least power of two >= max(n, 1): the padded length of a variable-length id section."""
+    return 1 << max(0, n - 1).bit_length()
+
+
+def sample_pass(
+    logits: torch.Tensor, requests: list[SampleRequest], vocab: int, cache: PassCache | None = None
+) -> SampledRows:
+    """Launch the pass for `requests` over logits [N, V] (no host sync). It runs on `row_bucket(m)`
+    rows (padding rows greedy and neutral) and id sections padded to powers of two, as one static
+    pass of `cache` (a CUDA graph there once captured; a cache of its own, never a graph, if none)."""
     dev = logits.device
     m = len(requests)
     if logits.dim() != 2 or logits.shape[1] != vocab:
         shape = f"row has shape {tuple(logits.shape[1:])}, expected ({vocab},)"
         return SampledRows(requests, torch.zeros(m, dtype=torch.int64), torch.zeros(m, 4, dtype=torch.bool), shape)
-    raw = logits.index_select(0, int_column([r.row for r in requests], dev))  # [m, V]
-    proc = processed_rows(raw, [r.processing if r.host_error is None else NEUTRAL for r in requests])  # [m, V]
-    flags = torch.stack(
-        [
-            raw.isnan().any(-1),
-            raw.isposinf().any(-1),
-            (proc.isnan() | proc.isposinf()).any(-1),
-            ~proc.isfinite().any(-1),
-        ],
-        dim=1,
-    )  # [m, 4]
-    tokens = torch.argmax(proc, dim=-1)  # [m]: the greedy token, ties to the lowest id
-    sampled = [i for i, r in enumerate(requests) if not r.greedy and r.host_error is None]
-    if sampled:
-        rs = [requests[i] for i in sampled]
-        idx = None if len(sampled) == m else int_column(sampled, dev)
-        sub = proc if idx is None else proc.index_select(0, idx)  # [s, V]
-        cut = cut_scores_rows(sub, [r.temperature for r in rs], [r.top_k for r in rs], [r.top_p for r in rs])
-        noise = gumbel_rows([r.seed for r in rs], [r.position for r in rs], vocab, dev)  # [s, V]
-        chosen = torch.argmax(cut + noise, dim=-1)  # [s]
-        tokens = chosen if idx is None else tokens.index_copy(0, idx, chosen)
-    return SampledRows(requests, tokens, flags)
+    if m == 0:
+        return SampledRows(requests, torch.zeros(0, dtype=torch.int64), torch.zeros(0, 4, dtype=torch.bool))
+    cache = PassCache(dev, None) if cache is None else cache
+    rows = row_bucket(m)
+    live = [r.host_error is None for r in requests]
+    extra = rows - m  # padding rows: greedy, neutral, reading request 0's row
+    procs = [r.processing if ok else NEUTRAL for r, ok in zip(requests, live, strict=True)] + [NEUTRAL] * extra
+    sampled = [int(ok and not r.greedy) for r, ok in zip(requests, live, strict=True)] + [0] * extra
+    temps = [r.temperature if on else 1.0 for r, on in zip(requests, sampled, strict=False)] + [1.0] * extra
+    top_ps = [r.top_p if on else 1.0 for r, on in zip(requests, sampled, strict=False)] + [1.0] * extra
+    hist, masked = history_ids(procs, vocab), masked_ids(procs, vocab)
+    grammars = [pr.grammar for pr in procs]
+    words = grammar_words(grammars, vocab) if any(g is not None for g in grammars) else None
+    h, f, pad = _bucket(len(hist)), _bucket(len(masked)), rows * vocab  # id rows * V: padding
+    sections = [
+        padded([r.row for r in requests], rows),
+        [r.top_k if on else 0 for r, on in zip(requests, sampled, strict=False)] + [0] * extra,
+        sampled,
+        noise_key_rows([r.seed for r in requests] + [0] * extra, [r.position for r in requests] + [0] * extra),
+        list(hist) + [pad] * (h - len(hist)),
+        list(masked) + [pad] * (f - len(masked)),
+    ]
+    specs = {"raw": ((rows, vocab), logits.dtype), "floats": ((6, rows, 1), torch.float64)}
+    if words is not None:
+        specs["words"] = (tuple(words.shape), words.dtype)
+    key = ("sample", rows, h, f, words is not None, vocab, logits.dtype, any(sampled))
+    p = cache.get(key, [rows, rows, rows, 4 * rows, h, f], specs)
+    p.load(sections)
+    floats = [*penalty_columns(procs, dev), divisors(temps, dev), top_ps]
+    p.fill("floats", torch.frombuffer(array("d", chain.from_iterable(floats)), dtype=torch.float64).view(6, rows, 1))
+    if words is not None:
+        p.fill("words", words)
+    row_ids, top_k, on, keys, hist_ids, masked_ids_ = p.views
+    raw = p.tensors["raw"]
+    torch.index_select(logits, 0, row_ids, out=raw)  # [R, V]
+    cols, temp_div, top_p = p.tensors["floats"][:4], p.tensors["floats"][4], p.tensors["floats"][5]
+    grammar = p.tensors.get("words")
+    any_sampled = key[-1]
+
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        proc = processed_rows(raw, hist_ids, cols, masked_ids_, grammar)  # [R, V]
+        flags = torch.stack(
+            [
+                raw.isnan().any(-1),
+                raw.isposinf().any(-1),
+                (proc.isnan() | proc.isposinf()).any(-1),
+                ~proc.isfinite().any(-1),
+            ],
+            dim=1,
+        )  # [R, 4]
+        tokens = torch.argmax(proc, dim=-1)  # [R]: the greedy token, ties to the lowest id
+        if any_sampled:
+            chosen = torch.argmax(cut_scores_rows(proc, temp_div, top_k, top_p) + gumbel_from_keys(keys, vocab), dim=-1)
+            tokens = torch.where(on.bool(), chosen, tokens)  # [R]
+        return tokens, flags
+
+    (tokens, flags), replayed = cache.run(p, run)
+    if replayed:  # the graph's buffers: a later replay would overwrite them
+        tokens, flags = tokens.clone(), flags.clone()
+    return SampledRows(requests, tokens[:m], flags[:m])
 
 
 def outcomes(s: SampledRows, tokens: Sequence[float], flags: Sequence[float]) -> list[int | SamplingError]:
@@ -100,8 +160,10 @@ def outcomes(s: SampledRows, tokens: Sequence[float], flags: Sequence[float]) ->
     return out
 
 
-def sample_rows(logits: torch.Tensor, requests: list[SampleRequest], vocab: int) -> list[int | SamplingError]:
+def sample_rows(
+    logits: torch.Tensor, requests: list[SampleRequest], vocab: int, cache: PassCache | None = None
+) -> list[int | SamplingError]:
     """`sample_pass` and its outcomes with one host read."""
-    s = sample_pass(logits, requests, vocab)
+    s = sample_pass(logits, requests, vocab, cache)
     tokens, flags = read_together([s.tokens, s.flags])
     return outcomes(s, tokens, flags)

@@ -61,6 +61,10 @@ class BatchedMtpModel(TinyMtpModel):
             self._check_decode_batch(tokens, seqs, rank)
         except ModelError as e:
             raise e.context("decode_batch") from None
+        return self._decode_rows(tokens, seqs)
+
+    def _decode_rows(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
+        """decode_batch's work after its checks."""
         cfg, n = self.cfg, len(seqs)
         pos = [s.seq_len for s in seqs]
         span = cfg.main_blocks_per_seq if self.nm.exact else -(-(max(pos) + 1) // cfg.block_size)
@@ -165,11 +169,25 @@ class BatchedMtpModel(TinyMtpModel):
             self._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
         except ModelError as e:
             raise e.context(op) from None
-        n, cfg, stride = len(seqs), self.cfg, self.meta_stride
+        n = len(seqs)
         if k == 0:
             if conf_out is not None:
                 conf_out[:] = [[] for _ in range(n)]
             return [[] for _ in range(n)]
+        return self._propose_rows(tokens, positions, stash_idx, k, seqs, conf_out)
+
+    def _propose_rows(
+        self,
+        tokens: list[int],
+        positions: list[int],
+        stash_idx: list[int],
+        k: int,
+        seqs: list[SequenceState],
+        conf_out: list[list[float]] | None,
+    ) -> list[list[int]]:
+        """run_mtp_propose_batched's work after its checks, for k >= 1."""
+        op = "run_mtp_propose_batched"
+        n, cfg, stride = len(seqs), self.cfg, self.meta_stride
         steps = [[p + i for p in positions] for i in range(k)]  # drafter positions written per step
         write_blocks = [
             [s.draft_block_table[p // cfg.block_size] for p, s in zip(ps, seqs, strict=True)] for ps in steps

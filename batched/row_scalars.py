@@ -28,10 +28,19 @@ def int_column(values: Sequence[int], device: torch.device) -> torch.Tensor:
     return to_device(host, device)
 
 
-def divide_rows(x: torch.Tensor, divisors: Sequence[float]) -> torch.Tensor:
-    """x [m, V] float64 with row i divided by divisors[i], rounded as `x[i] / divisors[i]` is when
-    the divisor is a Python float: true division on the CPU, multiplication by the reciprocal
-    (computed in float64 on the host) on CUDA."""
-    if x.device.type == "cuda":
-        return x * column([1.0 / d for d in divisors], x.device)
-    return x / column(divisors, x.device)
+def divisors(values: Sequence[float], device: torch.device) -> list[float]:
+    """What `divide_by` takes to divide by `values` on `device`: the reciprocals (computed in float64
+    on the host) on CUDA, the values themselves elsewhere."""
+    return [1.0 / d for d in values] if device.type == "cuda" else list(values)
+
+
+def divide_by(x: torch.Tensor, col: torch.Tensor) -> torch.Tensor:
+    """x [m, V] float64 with row i divided by the divisor `col` [m, 1] holds for it (`divisors`),
+    rounded as `x[i] / d` is when d is a Python float: true division on the CPU, multiplication by
+    the reciprocal on CUDA."""
+    return x * col if x.device.type == "cuda" else x / col
+
+
+def divide_rows(x: torch.Tensor, values: Sequence[float]) -> torch.Tensor:
+    """x [m, V] float64 with row i divided by values[i], as `divide_by` rounds it."""
+    return divide_by(x, column(divisors(values, x.device), x.device))

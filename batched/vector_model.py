@@ -1,4 +1,10 @@
-"""`VectorMtpModel`: `BatchedMtpModel` plus a scope in which checkpoints are copied in one pass.
+"""`VectorMtpModel`: `BatchedMtpModel` with static-shape passes and a scope in which checkpoints are
+copied in one pass.
+
+Its `decode_batch` and batched propose accept and refuse exactly what `BatchedMtpModel`'s do (all rows
+checked at once, `batched.batch_checks`, row by row only to word a refusal), then run on rows and
+spans padded to buckets (`batched.padded_passes`), replayed as CUDA graphs on a GPU
+(`batched.static_passes`; `graph_after` eager calls per shape first, None: never a graph).
 
 Inside `deferred_checkpoints()`, `start_checkpoint_async` runs its checks and records the position
 at once (a failing one raises and records nothing, as always) but leaves the state copy pending;
@@ -13,7 +19,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import torch
+
+from batched.batch_checks import decode_batch_ok, propose_batch_ok
 from batched.batched_model import BatchedMtpModel
+from batched.padded_passes import Read, decode_padded, propose_padded
+from batched.paged_attention import available, paged_read, warm
+from batched.static_passes import PassCache
 from reference.errors import ModelError
 from reference.model.checks import check_slots
 from reference.model.paged_kv import pack_sections
@@ -24,14 +36,83 @@ class VectorMtpModel(BatchedMtpModel):
     """A `BatchedMtpModel` whose checkpoints can be batched (see the module docstring)."""
 
     _pending: list[int] | None = None  # SSM slots whose checkpoint copy is pending; None: not deferring
+    _passes: PassCache | None = None  # made on first use: a clone starts without graphs
+    graph_after: int | None = 1
+    paged: bool = True  # fast numerics on a GPU: attention reads the paged cache in place
 
     @classmethod
-    def from_model(cls, model: BatchedMtpModel) -> VectorMtpModel:
-        """A `VectorMtpModel` over `model`'s weights, caches and scratch (shared, not copied)."""
+    def from_model(cls, model: BatchedMtpModel, graph_after: int | None = 1, paged: bool = True) -> VectorMtpModel:
+        """A `VectorMtpModel` over `model`'s weights, caches and scratch (shared, not copied), with
+        passes of its own: captured as graphs after `graph_after` eager calls (None: never), and in
+        fast numerics on a GPU with `paged` attention (`batched.paged_attention`)."""
         new = object.__new__(cls)
         for name, value in vars(model).items():
             setattr(new, name, value)
+        new._passes = None
+        new.graph_after = graph_after
+        new.paged = paged
         return new
+
+    def attention_read(self) -> Read | None:
+        """The `RowMeta.read` of this model's passes: the paged kernel in fast numerics where it can
+        run (a GPU, Triton, a head size and block size that are powers of two), else None (gather,
+        then the numerics' own attention)."""
+        cfg = self.cfg
+        pow2 = all(x & (x - 1) == 0 for x in (cfg.head_dim, cfg.block_size))  # the kernel's tile sizes
+        return paged_read if self.paged and pow2 and not self.nm.exact and available(self.device) else None
+
+    def clone(self) -> VectorMtpModel:
+        """As `TinyMtpModel.clone`, keeping `graph_after` (the clone makes its own passes)."""
+        new = super().clone()
+        new.graph_after, new.paged = self.graph_after, self.paged
+        return new
+
+    def pass_cache(self) -> PassCache:
+        """This model's static passes (and graphs, which hold its buffers' addresses)."""
+        if self._passes is None:
+            self._passes = PassCache(self.device, self.graph_after)
+            if self.attention_read() is not None:
+                cfg = self.cfg
+                shape = (cfg.n_heads, cfg.head_dim, cfg.block_size)
+                self._passes.prepare = lambda: warm(self.device, cfg.torch_dtype, *shape)
+        return self._passes
+
+    def _check_decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int) -> None:
+        """All rows at once (`batched.batch_checks`); row by row, for the message, when that fails."""
+        if not decode_batch_ok(self.cfg, tokens, seqs, rank):
+            super()._check_decode_batch(tokens, seqs, rank)
+
+    def _check_propose_batched(
+        self,
+        tokens: list[int],
+        positions: list[int],
+        stash_idx: list[int],
+        k: int,
+        seqs: list[SequenceState],
+        rank: int,
+    ) -> None:
+        """All members at once (`batched.batch_checks`); one by one, for the message, when that fails."""
+        if not propose_batch_ok(self.cfg, self.stash, self.meta_stride, tokens, positions, stash_idx, k, seqs, rank):
+            super()._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
+
+    def _decode_rows(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
+        return decode_padded(self, self.pass_cache(), tokens, seqs, self.attention_read())
+
+    def _propose_rows(
+        self,
+        tokens: list[int],
+        positions: list[int],
+        stash_idx: list[int],
+        k: int,
+        seqs: list[SequenceState],
+        conf_out: list[list[float]] | None,
+    ) -> list[list[int]]:
+        drafts, confs = propose_padded(
+            self, self.pass_cache(), tokens, positions, stash_idx, k, seqs, conf_out is not None, self.attention_read()
+        )
+        if conf_out is not None:
+            conf_out[:] = confs
+        return drafts
 
     @contextmanager
     def deferred_checkpoints(self) -> Iterator[None]:

@@ -63,9 +63,12 @@ def sample_all(
     greedy = greedy_rows(table, sched, verify_ctx).tolist()
     n_greedy = sum(greedy)
 
+    passes_of = getattr(model, "pass_cache", None)  # a `VectorMtpModel`'s static passes, else eager ones
+    cache = passes_of() if passes_of is not None else None
+
     def pass_for(rows: list[int]) -> SampledRows:
         reqs = [sample_request(refs[j], j, held[j], floor, verify_ctx.sampling, vocab) for j in rows]
-        return sample_pass(logits, reqs, vocab)
+        return sample_pass(logits, reqs, vocab, cache)
 
     try_argmax = n_greedy >= 2
     first = [j for j in range(n) if not (try_argmax and greedy[j])]

@@ -20,6 +20,7 @@ from contextlib import nullcontext
 from batched.batch_logprobs import check_count
 from batched.protocol import BatchedModel
 from batched.step import propose_from_stash, select_rows
+from batched.vector_model import VectorMtpModel
 from batched.vector_sample import RowResult, sample_all
 from reference.adaptive_spec import spec_allowed, tick_serial
 from reference.emit import emit_token
@@ -31,6 +32,13 @@ from reference.telemetry import log
 # Whether a greedy row that the batched argmax did not serve makes the per-row sampler's fast-greedy
 # `argmax_on_device` call. Here it does not: the sampling pass takes that argmax for all rows at once.
 PER_ROW_FAST_GREEDY_CALLS = False
+
+
+def prepare_model(model: BatchedModel) -> VectorMtpModel:
+    """The model this step is meant to run on (`properties.impl.prepare_model`): the world's model as
+    a `VectorMtpModel` over the same buffers (static-shape passes, CUDA graphs on a GPU, checkpoints
+    in one pass)."""
+    return VectorMtpModel.from_model(model)  # type: ignore[arg-type]
 
 
 def step_mtp_bootstrap_vectorized(

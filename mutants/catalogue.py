@@ -39,6 +39,10 @@ def by_id(mid: str) -> Mutant:
     raise KeyError(f"no mutant {mid!r}; known: {', '.join(m.id for m in (*CATALOGUE, *OTHER_IMPLS))}")
 
 
+# By implementation: catalogue mutants of code it runs that cannot change its behaviour, and why.
+EQUIVALENT_FOR: dict[str, dict[str, str]] = {catalogue_vector.VECTOR_IMPL: catalogue_vector.EQUIVALENT}
+
+
 def for_impl(impl: str) -> list[Mutant]:
     """The mutants written for implementation `impl` (module:function)."""
     return [m for m in OTHER_IMPLS if m.impl == impl]

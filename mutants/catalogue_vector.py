@@ -15,10 +15,19 @@ REQUESTS = "batched/sample_requests.py"
 ROWS = "batched/vector_sample.py"
 LOGPROBS = "batched/batch_logprobs.py"
 STEP = "batched/vector_step.py"
+PADDED = "batched/padded_passes.py"
+CHECKS = "batched/batch_checks.py"
 TOPK = "keep = torch.where((k > 0) & (k < n_finite), k, n_finite)"
 SKIP_FINISHED = "            if a.finished:\n                continue\n"
 CHECKPOINT = SKIP_FINISHED + "            try:\n                model.start_checkpoint_async"
-PROCESS = "proc = processed_rows(raw, [r.processing if r.host_error is None else NEUTRAL for r in requests])  # [m, V]"
+PROCESS = "proc = processed_rows(raw, hist_ids, cols, masked_ids_, grammar)  # [R, V]"
+
+
+# Catalogue mutants of code this step runs that cannot change its behaviour, and why.
+EQUIVALENT: dict[str, str] = {
+    "model-stride-off-by-one": "the per-member check runs only where the all-members check refused; that check "
+    "accepts a table that exactly fills the stride, so the per-member check's refusing it changes nothing",
+}
 
 
 def vector(mid: str, file: str, ids: str, description: str, *pairs: tuple[str, str]) -> Mutant:
@@ -71,8 +80,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "B8",
         "each grammar bitmask lands on the next row of the pass",
         (
-            "idx = int_column(g_rows, proc.device)",
-            "idx = int_column([(g + 1) % len(rows) for g in g_rows], proc.device)",
+            "bitmask, live)",
+            "bitmask, [(i + 1) % len(states) for i in live])",
         ),
     ),
     vector(
@@ -99,7 +108,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "the processed rows are written back into the decode's logits, so logprobs see penalties and masks",
         (
             PROCESS,
-            PROCESS + "\n    logits.index_copy_(0, int_column([r.row for r in requests], dev), proc.to(logits.dtype))",
+            PROCESS + "\n        logits.index_copy_(0, row_ids, proc.to(logits.dtype))",
         ),
     ),
     vector(
@@ -242,6 +251,80 @@ MUTANTS: tuple[Mutant, ...] = (
         (
             'sched.telemetry.once("log:mtp_batched_bootstrap")',
             'sched.telemetry.once("log:mtp_bootstrap_batched_argmax")',
+        ),
+    ),
+    vector(
+        "vec-pad-ssm-store-own-row",
+        PADDED,
+        "B2",
+        "a row without an SSM slot stores its own state (computed from zeros) into the slot the fixed-shape "
+        "store points it at, the first slotted row's",
+        (
+            "store_src = [0] * n if first is None else [first if s is None else j for j, s in enumerate(slots)]",
+            "store_src = [0] * n if first is None else list(range(n))",
+        ),
+    ),
+    vector(
+        "vec-pad-rows-at-position-zero",
+        PADDED,
+        "B2",
+        "padding rows decode at position 0 of row 0's table, so they write row 0's new KV over its first "
+        "position",
+        (
+            "*row_sections(padded(pos, rows),",
+            "*row_sections(pos + [0] * (rows - n),",
+        ),
+    ),
+    vector(
+        "vec-pad-ids-at-zero",
+        SAMPLE,
+        "B4 B8",
+        "the history and mask id sections are padded with id 0, not the scratch slot: row 0 counts and "
+        "masks token 0",
+        (
+            "h, f, pad = _bucket(len(hist)), _bucket(len(masked)), rows * vocab",
+            "h, f, pad = _bucket(len(hist)), _bucket(len(masked)), 0",
+        ),
+    ),
+    vector(
+        "vec-checks-skip-stride",
+        CHECKS,
+        "B26",
+        "the all-members check lets a drafter table longer than the meta stride through, so the group "
+        "proposes instead of failing with the stride overflow",
+        ("    if any(len(t) > meta_stride for t in tables):\n        return False\n", ""),
+    ),
+    vector(
+        "vec-pad-drafter-length-off-by-one",
+        PADDED,
+        "B17",
+        "the padded drafter pass attends over one position fewer than it has written",
+        ("[p + 1 for p in pos],", "[p for p in pos],"),
+    ),
+    vector(
+        "vec-pad-conf-sliced-wrong",
+        PADDED,
+        "B18 D4",
+        "the confidences handed back are the drafts' columns",
+        ("[row[k:] for row in host] if with_conf else []", "[row[:k] for row in host] if with_conf else []"),
+    ),
+    vector(
+        "vec-pad-draft-kv-block-of-first-position",
+        PADDED,
+        "B17",
+        "every draft's KV goes into the block of the propose position, so a draft past a block boundary "
+        "overwrites an earlier position of the same sequence",
+        ("*[[t[(p + i) // bs] for p, t in", "*[[t[p // bs] for p, t in"),
+    ),
+    vector(
+        "vec-static-inputs-loaded-once",
+        PADDED,
+        "B17 B14",
+        "a static pass's inputs are loaded when its buffers are made and not on later calls of the same "
+        "shape, so a second group of that shape proposes from the first group's tokens and tables",
+        (
+            "    p.load(sections)\n    tok, stash_rows",
+            "    if p.calls == 0:\n        p.load(sections)\n    tok, stash_rows",
         ),
     ),
 )

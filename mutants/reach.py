@@ -87,6 +87,7 @@ def traced_functions(step: Callable[..., Any], count: int = SAMPLE) -> frozenset
             if path.startswith(root):
                 seen.add((path[len(root) :], frame.f_code.co_qualname))
 
+    @functools.wraps(step)  # the step's module stays visible (`properties.impl.prepare_model`)
     def traced(*args: Any) -> Any:
         nonlocal active
         active = True

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from mutants.apply import ApplyError, copy_project, mutated_source
-from mutants.catalogue import CATALOGUE, by_id, for_impl, uncovered_ids
+from mutants.catalogue import CATALOGUE, EQUIVALENT_FOR, by_id, for_impl, uncovered_ids
 from mutants.execute import Result, RunOptions, run_mutant
 from mutants.modes import DEVICES, DTYPES, NUMERICS, Mode
 from mutants.order import suite_tests
@@ -95,12 +95,16 @@ def selected(only: list[str] | None, subset: bool = False, per_id: int = 1, impl
 
 def shared_with(impl: str) -> list[Mutant]:
     """The catalogue's mutants of code `impl` runs too (`mutants.reach`), in catalogue order; the
-    rest change code it replaces, and are listed as not reached."""
+    rest change code it replaces, and are listed as not reached. Those `EQUIVALENT_FOR` names for
+    `impl` are listed with the reason and left out."""
     reached = reached_by(impl)
-    shared = [m for m in CATALOGUE if applies(m, reached)]
-    skipped = [m.id for m in CATALOGUE if m not in shared]
+    equivalent = EQUIVALENT_FOR.get(impl, {})
+    shared = [m for m in CATALOGUE if applies(m, reached) and m.id not in equivalent]
+    skipped = [m.id for m in CATALOGUE if m not in shared and m.id not in equivalent]
     if skipped:
         print(f"not reached by {impl} (code it replaces): {', '.join(skipped)}", flush=True)
+    for mid, why in equivalent.items():
+        print(f"equivalent for {impl}: {mid}: {why}", flush=True)
     return shared
 
 

@@ -54,7 +54,7 @@ from properties.generation_oracle import (
 from properties.generation_oracle import row_mismatches as trace_row_mismatches
 from properties.generation_spec import Action, GenerationSpec, RequestSpec, Script
 from properties.harness import MAX_ROUNDS, Side, SideBySide, decisions, envelope, masked_tokens, plan_of, run_step
-from properties.impl import load
+from properties.impl import load, prepare_model
 from properties.mismatch import Mismatch
 from properties.numerics import rounding
 from properties.replay_oracle import ForcedDecision, next_forced, replay_mismatches
@@ -165,6 +165,7 @@ class EnginePair:
         self.cfg = base.cfg
         self.weights = base.weights
         self.impl_engine = self._engine(base)
+        self.impl_engine.model = prepare_model(self.impl, self.impl_engine.model)
         self.ref_engine = self._engine(base)
         self.script = Script(spec)
         self.stats = PairStats()

@@ -27,7 +27,7 @@ import torch
 from properties import counters
 from properties.call_plan import Plan, expected_plan
 from properties.faults import FaultyModel
-from properties.impl import load
+from properties.impl import load, prepare_model
 from properties.replay_oracle import ForcedDecision, Replay, next_forced
 from properties.specs import WorldSpec
 from properties.translate import Envelope, Translation, translate
@@ -162,6 +162,7 @@ def run_side_by_side(spec: WorldSpec, impl: Callable[..., Any] | None = None) ->
     masked = masked_tokens(before, list(spec.faults))
 
     impl_world = base.clone() if ref_device == spec.model.device else on_device(base, spec.model.device)
+    impl_world.model = prepare_model(step, impl_world.model)
     impl_world.model.poison_scratch()
     impl_side = run_step(impl_world, FaultyModel(impl_world.model, spec.faults, masked=masked), step)
     if ref_device != spec.model.device:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -48,3 +49,11 @@ def per_row_fast_greedy_calls(spec: str | None = None) -> bool:
     False` (it argmaxes them inside a batched sampling pass and makes no such call)."""
     module_name = (spec or current_name()).partition(":")[0]
     return bool(getattr(importlib.import_module(module_name), "PER_ROW_FAST_GREEDY_CALLS", True))
+
+
+def prepare_model(step: StepFn, model: Any) -> Any:
+    """The model `step` runs on for a world whose model is `model`: its module's
+    `prepare_model(model)` when it has one (a model class of its own over the world's buffers, as
+    the fully batched step's `VectorMtpModel`), else `model` itself."""
+    prepare = getattr(sys.modules.get(getattr(step, "__module__", ""), None), "prepare_model", None)
+    return model if prepare is None else prepare(model)

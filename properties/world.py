@@ -36,11 +36,16 @@ class World:
     idxs: list[int]
     ladder_nd: int
 
-    def clone(self) -> World:
-        """An independent copy: caches, scratch, sequences (grammar matchers forked) and telemetry."""
+    def clone(self, into: BatchedMtpModel | None = None) -> World:
+        """An independent copy: caches, scratch, sequences (grammar matchers forked) and telemetry.
+        With `into` (a model of this world's configuration), that model takes a bit-for-bit copy of
+        the caches and scratch instead of a new clone being made, so what it holds beside them (a
+        `VectorMtpModel`'s captured graphs) stays valid."""
+        if into is not None:
+            into.copy_state_from(self.model)
         return World(
             self.spec,
-            self.model.clone(),
+            self.model.clone() if into is None else into,
             [copy_seq(a) for a in self.active],
             copy.deepcopy(self.sched),
             copy.deepcopy(self.verify_ctx),

@@ -24,10 +24,18 @@
 #   scripts/gpu_session.sh window   P1 host throughput over a time window (workers sharing the GPU through MPS), the
 #                                   fully batched step's profile at n = 64, then a nightly of P1, P4 and P6 against
 #                                   the fully batched step with --mps for the rest
+#   scripts/gpu_session.sh graphs   the GPU unit tests (graph replays against eager passes among them), the fully
+#                                   batched step's profile at n = 64 with its passes as CUDA graphs and without,
+#                                   then P1 and P4 against it in fast bf16 for the rest of GRAPHS_S seconds
+#   scripts/gpu_session.sh static   the GPU unit tests, the fully batched step's profile at n = 64 (graphs), its
+#                                   benchmarks against the loop and the literal step (scripts/gpu_bench_vector.sh),
+#                                   then P1 and P4 against it in fast bf16 for the rest of GRAPHS_S seconds
+#   scripts/gpu_session.sh check    the GPU tests of the static passes, the paged kernel and the graphed sampler, then
+#                                   P1 and P4 against the fully batched step for the rest of GRAPHS_S seconds
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -51,6 +59,14 @@ run() {  # name, seconds, command...: time-limited, logged to $res/name.log, its
   local rc=$?
   echo "== $name: rc=$rc, $((SECONDS - t0)) s"
   tail -n 6 "$res/$name.log"
+}
+
+vector_p1p4() {  # total seconds of the part: P1 and P4 against the fully batched step for what is left of them
+  local left=$(( $1 - SECONDS - 15 ))
+  run p1p4-vector $((left + 10)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
+    --device "$dev" --numerics fast --impl batched.vector_step:step_mtp_bootstrap_vectorized \
+    --out "$res/nightly-vector" --pack \
+    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py
 }
 
 if [ "$part" = verify ]; then
@@ -115,6 +131,34 @@ elif [ "$part" = window ]; then
     --out "$res/nightly-vector" --pack \
     --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
     properties/test_p6_metamorphic.py
+elif [ "$part" = check ]; then
+  run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
+    tests/test_batch_sampling.py -m gpu
+  vector_p1p4 "${GRAPHS_S:-200}"
+elif [ "$part" = static ]; then
+  timeout 120 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -m gpu >"$res/paged-test.log" 2>&1
+  paged_rc=$?
+  echo "== paged-test: rc=$paged_rc"; tail -n 30 "$res/paged-test.log"
+  if [ "$paged_rc" != 0 ]; then  # the kernel is wrong: measure the gather path only, keep the device time
+    run step-vector-greedy--gather 50 $py scripts/step_profile.py --device "$dev" --impl vector --mix greedy \
+      --n 64 --steps 30 --rows 40 --gather --out "$res/step-vector-greedy--gather.json"
+    tar -czf "$OUT/results-$part.tgz" -C "$OUT" "res-$part"; exit 1
+  fi
+  run gpu-tests 150 $py -m pytest -q -p no:cacheprovider tests -m gpu
+  for case in greedy: mixed: greedy:--gather; do
+    run "step-vector-${case%:*}${case#*:}" 50 $py scripts/step_profile.py --device "$dev" --impl vector \
+      --mix "${case%:*}" --n "${STEP_N:-64}" --steps 30 --rows 40 ${case#*:} --out "$res/step-vector-${case%:*}${case#*:}.json"
+  done
+  OUT="$res/vector" run vector-bench 300 bash scripts/gpu_bench_vector.sh
+  vector_p1p4 "${GRAPHS_S:-560}"
+elif [ "$part" = graphs ]; then
+  run gpu-tests 150 $py -m pytest -q -p no:cacheprovider tests -m gpu
+  for case in greedy:graphs mixed:graphs greedy:eager mixed:eager; do
+    flag=""; [ "${case#*:}" = eager ] && flag="--no-graphs"
+    run "step-vector-${case/:/-}" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "${case%:*}" \
+      --n "${STEP_N:-64}" --steps 30 --rows 40 $flag --out "$res/step-vector-${case/:/-}.json"
+  done
+  vector_p1p4 "${GRAPHS_S:-420}"
 elif [ "$part" = mutants ]; then
   run mutants-fast-bf16 "${BUDGET_S:-570}" $py -m mutants.run --numerics fast --dtype bfloat16 --device "$dev" \
     --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-480}" --max-n "${MAX_N:-16}" \

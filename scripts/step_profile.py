@@ -1,5 +1,6 @@
 """Where one bootstrap step's time goes: the benchmark world of n sequences (`benchmarks.worlds`),
-one implementation, timed warm over fresh clones, then profiled twice: cProfile (the Python
+one implementation, timed warm (each step on a fresh copy of the world in one persistent model, so
+the fully batched step's captured graphs stay valid), then profiled twice: cProfile (the Python
 functions, own and cumulative time) and the torch profiler (operators' host time, and the device's
 busy time from CUDA kernel records). Prints the tables and writes them as JSON.
 
@@ -31,45 +32,52 @@ def main() -> None:
     p.add_argument("--impl", default="vector", choices=tuple(IMPLS))
     p.add_argument("--mix", default="greedy", choices=MIXES)
     p.add_argument("--n", type=int, default=64)
-    p.add_argument("--steps", type=int, default=20, help="timed steps (each on a fresh clone)")
+    p.add_argument("--steps", type=int, default=20, help="timed steps (each on a fresh copy of the world)")
+    p.add_argument("--no-graphs", action="store_true", help="the fully batched step's passes run eagerly")
+    p.add_argument("--gather", action="store_true", help="the fully batched step gathers spans (no paged kernel)")
     p.add_argument("--rows", type=int, default=25, help="rows of each table")
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(1)
     s = replace(resolve({"device": a.device}), mix=a.mix)
     base = build_bench_world(s, a.n)
-    base.model = VectorMtpModel.from_model(base.model)
+    base.model = VectorMtpModel.from_model(base.model, graph_after=None if a.no_graphs else 1, paged=not a.gather)
+    work = base.model.clone()  # every run's model: the world is copied into it, its graphs stay
     step = IMPLS[a.impl]
 
     def run(w: World) -> None:
         step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
         sync(s.device)
 
-    def clones(k: int) -> list[World]:
-        ws = [base.clone() for _ in range(k)]
+    def fresh() -> World:
+        w = base.clone(into=work)
         sync(s.device)
-        return ws
+        return w
 
-    for w in clones(3):
-        run(w)
+    for _ in range(3):
+        run(fresh())
     times = []
-    for w in clones(a.steps):
+    for _ in range(a.steps):
+        w = fresh()
         t0 = time.perf_counter()
         run(w)
         times.append(time.perf_counter() - t0)
     median = statistics.median(times)
 
     prof = cProfile.Profile()
-    ws = clones(a.steps)
-    prof.enable()
-    for w in ws:
+    for _ in range(a.steps):
+        w = fresh()
+        prof.enable()
         run(w)
-    prof.disable()
+        prof.disable()
 
-    ws = clones(a.steps)
+    # The torch profiler's pass leaves the caches as the last step left them (a copy would add its
+    # own kernels): the sequences start afresh, so every step does the same work on other numbers.
     acts = [torch.profiler.ProfilerActivity.CPU]
     if s.on_cuda:
         acts.append(torch.profiler.ProfilerActivity.CUDA)
+    ws = [base.clone(into=work) for _ in range(a.steps)]
+    sync(s.device)
     with torch.profiler.profile(activities=acts) as tp:
         for w in ws:
             run(w)
@@ -85,8 +93,9 @@ def main() -> None:
         }
         for e in ops
     ]
-    # Each kernel counted once, at the operator that launched it (the kernel's own entry would count it twice).
-    device_ms = sum(getattr(e, "self_device_time_total", 0.0) for e in avgs if e.key.startswith("aten::")) * per
+    # Every kernel and copy the device ran, once each, whether an operator or a graph replay launched it.
+    on_device = [e for e in tp.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    device_ms = sum(e.time_range.elapsed_us() for e in on_device) * per
     report = {
         "config": vars(a),
         "settings": {k: getattr(s, k) for k in ("device", "dtype", "numerics", "hidden", "vocab_size", "group_cap")},

@@ -22,6 +22,7 @@ from batched.batch_sampling import SampleRequest, sample_rows
 from batched.readback import read_together
 from batched.row_scalars import divide_rows
 from batched.sample_checks import host_error
+from batched.static_passes import PassCache
 from properties.grammars import SPECS, random_walk
 from reference.decisions import argmax_lowest
 from reference.errors import ModelError
@@ -179,13 +180,24 @@ def per_row(model: RowModel, row: torch.Tensor, c: RowCase, sampling: SamplingCo
         return str(e)
 
 
-def check_batch(logits: torch.Tensor, cases: list[RowCase], sampling: SamplingConfig, device: str) -> None:
+def check_batch(
+    logits: torch.Tensor, cases: list[RowCase], sampling: SamplingConfig, device: str, graphs: bool = False
+) -> None:
+    """The one-pass sampler's result for every row equals the per-row sampler's; with `graphs`, the
+    pass is run eagerly once, then captured as a CUDA graph and replayed twice, with the same results."""
     logits = logits.to(device)
     vocab = logits.shape[1]
     model = RowModel(vocab)
     before = logits.clone()
     accepted = [list(c.grammar.accepted) if c.grammar else None for c in cases]
-    got = sample_rows(logits, [request(j, c, sampling, vocab) for j, c in enumerate(cases)], vocab)
+    requests = [request(j, c, sampling, vocab) for j, c in enumerate(cases)]
+    cache = PassCache(torch.device(device), 1) if graphs else None
+    got = sample_rows(logits, requests, vocab, cache)
+    if cache is not None:  # the first call ran eagerly: the next captures and replays, the last replays
+        again = [sample_rows(logits, requests, vocab, cache) for _ in range(2)]
+        assert cache.captures == 1 and cache.replays == 2
+        for replayed in again:
+            assert [str(t) for t in replayed] == [str(t) for t in got], "a replay gave other tokens"
     assert torch.equal(logits.isnan(), before.isnan()) and torch.equal(logits.nan_to_num(), before.nan_to_num())
     assert [list(c.grammar.accepted) if c.grammar else None for c in cases] == accepted
     for j, c in enumerate(cases):
@@ -204,6 +216,13 @@ def test_one_pass_sampler_equals_per_row_sampler(batch) -> None:
 @given(batches())
 def test_one_pass_sampler_equals_per_row_sampler_on_cuda(batch) -> None:
     check_batch(*batch, "cuda")
+
+
+@pytest.mark.gpu
+@settings(max_examples=100)
+@given(batches())
+def test_one_pass_sampler_replayed_as_a_graph_equals_per_row_sampler(batch) -> None:
+    check_batch(*batch, "cuda", graphs=True)
 
 
 def test_sampled_rows_of_one_batch_differ_only_by_their_own_parameters() -> None:

@@ -21,7 +21,9 @@ from reference.model.kernels import Numerics, attention, linear, mlp, rms_norm
 from reference.model.weights import BlockWeights
 from reference.state import SequenceState
 
-Attend = Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor, torch.Tensor]]
+# attend(nm, q, k, v): the rows' new keys and values k, v [M, Hh, D] stored, each row's query q [M, Hh, D]
+# attended over its own keys -> [M, Hh, D].
+Attend = Callable[[Numerics, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass(slots=True)
@@ -71,7 +73,8 @@ class PagedKv:
     def write(
         self, layer: int, blocks: torch.Tensor, offs: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     ) -> None:
-        """Store row m's k/v [M, Hh, D] at (blocks[m], offs[m]); the (block, offset) pairs are distinct."""
+        """Store row m's k/v [M, Hh, D] at (blocks[m], offs[m]); a (block, offset) pair repeats only
+        with the same values."""
         self.k[layer].index_put_((blocks, offs), k)
         self.v[layer].index_put_((blocks, offs), v)
 
@@ -100,12 +103,18 @@ class PagedKv:
 @dataclass(slots=True)
 class RowMeta:
     """Device metadata of M rows: each writes its new KV at (write_block, write_off) and attends over
-    positions < lengths through tables [M, span_blocks]."""
+    positions < lengths through tables [M, span_blocks]. With `write_rows`, row m writes the new KV
+    of row write_rows[m] instead of its own: a padding row that repeats a real row's slot then
+    writes that row's bits, so the write is the same whichever lands last. With `read`, attention
+    reads the cache in place: read(q, kv, layer, meta) -> [M, Hh, D] (a kernel over the paged
+    cache); without, each row's span is gathered and `attention` runs on it."""
 
     write_block: torch.Tensor  # [M] int64
     write_off: torch.Tensor  # [M] int64
     tables: torch.Tensor  # [M, span_blocks] int64
     lengths: torch.Tensor  # [M] int64
+    write_rows: torch.Tensor | None = None  # [M] int64
+    read: Callable[[torch.Tensor, PagedKv, int, RowMeta], torch.Tensor] | None = None
 
 
 def to_device(host: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -148,13 +157,19 @@ def row_meta(views: Sequence[torch.Tensor], span_blocks: int) -> RowMeta:
 
 
 def paged_attend(kv: PagedKv, layer: int, meta: RowMeta) -> Attend:
-    """An `Attend` that writes the rows' new keys and values into the cache, then reads each row's
-    span back through its table."""
+    """An `Attend` that writes the rows' new keys and values into the cache, then attends each row
+    over its span: read in place by `meta.read` when given, else gathered through its table."""
 
-    def attend(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        kv.write(layer, meta.write_block, meta.write_off, k, v)
+    def attend(nm: Numerics, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        src = meta.write_rows
+        if src is None:
+            kv.write(layer, meta.write_block, meta.write_off, k, v)
+        else:
+            kv.write(layer, meta.write_block, meta.write_off, k.index_select(0, src), v.index_select(0, src))
+        if meta.read is not None:
+            return meta.read(q, kv, layer, meta)
         keys, values = kv.gather(layer, meta.tables, meta.lengths)
-        return keys, values, meta.lengths
+        return attention(nm, q, keys, values, meta.lengths)
 
     return attend
 
@@ -162,15 +177,14 @@ def paged_attend(kv: PagedKv, layer: int, meta: RowMeta) -> Attend:
 def block_forward(
     nm: Numerics, w: BlockWeights, eps: float, x: torch.Tensor, heads: int, attend: Attend
 ) -> torch.Tensor:
-    """One pre-norm transformer block on rows x [M, H]: x + attn(norm x), then + mlp(norm x).
-    `attend(k, v)` (new keys/values [M, Hh, D]) returns what each row attends over."""
+    """One pre-norm transformer block on rows x [M, H]: x + attn(norm x), then + mlp(norm x), the
+    attention by `attend` (see `Attend`)."""
     m, h = x.shape
     xn = rms_norm(nm, x, w.attn_norm, eps)
     q = linear(nm, xn, w.wq).view(m, heads, h // heads)
     k = linear(nm, xn, w.wk).view(m, heads, h // heads)
     v = linear(nm, xn, w.wv).view(m, heads, h // heads)
-    keys, values, lengths = attend(k, v)
-    o = attention(nm, q, keys, values, lengths).reshape(m, h)
+    o = attend(nm, q, k, v).reshape(m, h)
     x = x + linear(nm, o, w.wo)
     return x + mlp(nm, rms_norm(nm, x, w.mlp_norm, eps), w.w_up, w.w_down)
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from reference.model.drafter import draft_span_blocks, drafter_rows
+from reference.model.kernels import Numerics, attention
 from reference.model.paged_kv import block_forward, pack_sections, paged_attend, row_meta, row_sections
 from reference.model.ssm import ssm_layer, ssm_scan
 from reference.state import SequenceState
@@ -61,10 +62,10 @@ def forward_full(model: TinyMtpModel, tokens: list[int]) -> torch.Tensor:
     tok = torch.tensor(tokens, dtype=torch.long, device=model.device)
     lengths = torch.arange(1, t + 1, device=model.device)
 
-    def attend(k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def attend(num: Numerics, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         pad = torch.zeros(span - t, *k.shape[1:], dtype=k.dtype, device=k.device)
         keys, values = torch.cat([k, pad]), torch.cat([v, pad])  # [span, Hh, D]
-        return keys.expand(t, *keys.shape), values.expand(t, *values.shape), lengths
+        return attention(num, q, keys.expand(t, *keys.shape), values.expand(t, *values.shape), lengths)
 
     x = w.embed[tok]
     for layer in w.layers:

@@ -1,0 +1,137 @@
+"""`decode_batch` and the batched propose as static-shape passes (`batched.static_passes`): what each
+packs on the host for n rows padded to a bucket, and the pass over the packed buffers.
+
+Both run after the operation's checks, so every input is valid; both leave the caches, the SSM
+states and `hidden_states` rows 0..n-1 as `BatchedMtpModel`'s operations do (bit for bit in exact
+numerics) and write nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from batched.static_passes import PassCache, padded, row_bucket, span_bucket
+from reference.capture import capture_draft_rows
+from reference.errors import ModelError
+from reference.model.drafter import draft_span_blocks, drafter_rows
+from reference.model.kernels import argmax_rows, softmax_confidence
+from reference.model.model import TinyMtpModel
+from reference.model.paged_kv import PagedKv, RowMeta, padded_table, row_sections
+from reference.state import SequenceState
+
+Read = Callable[[torch.Tensor, PagedKv, int, RowMeta], torch.Tensor]
+
+
+def decode_padded(
+    model: TinyMtpModel, cache: PassCache, tokens: list[int], seqs: list[SequenceState], read: Read | None = None
+) -> torch.Tensor:
+    """Decode tokens[j] for seqs[j] on `row_bucket(n)` rows: each row's KV written at its position,
+    each SSM slot advanced, hidden rows 0..n-1 written, every seq_len advanced; attention by `read`
+    when given (`RowMeta.read`). Returns logits [n, V]."""
+    cfg, n = model.cfg, len(seqs)
+    rows = row_bucket(n)
+    pos = [s.seq_len for s in seqs]
+    need = -(-(max(pos) + 1) // cfg.block_size)
+    span = cfg.main_blocks_per_seq if model.nm.exact else span_bucket(need, cfg.main_blocks_per_seq)
+    slots = [s.ssm_slot for s in seqs]
+    first = next((j for j, s in enumerate(slots) if s is not None), None)
+    # A row without an SSM slot stores the first slotted row's state into that row's slot: the same
+    # bits as that row's own store, so the store has a fixed shape and changes nothing more.
+    store_slot = [0] * n if first is None else [slots[first] if s is None else s for s in slots]
+    store_src = [0] * n if first is None else [first if s is None else j for j, s in enumerate(slots)]
+    sections = [
+        padded(tokens, rows),
+        padded([0 if s is None else s for s in slots], rows),
+        padded([int(s is not None) for s in slots], rows),
+        padded(list(range(n)), rows),  # KV source row: padding rows write row 0's
+        padded(store_slot, rows),
+        padded(store_src, rows),
+        *row_sections(padded(pos, rows), padded([s.block_table for s in seqs], rows), span, cfg.block_size),
+    ]
+    p = cache.get(("decode", rows, span, first is not None), [rows] * 9 + [rows * span])
+    p.load(sections)
+    tok, slot, has, write_rows, store_to, store_from, blocks, offs, lengths, tables = p.views
+    meta = RowMeta(blocks, offs, tables.view(rows, span), lengths, write_rows, read)
+    state = model.ssm.state
+
+    def run() -> tuple[torch.Tensor, torch.Tensor]:
+        h = torch.where(has.bool()[:, None], state[slot], 0)  # [R, S]: zeros for rows without a slot
+        hidden, logits, h_new = model._main_rows(tok, meta, h)  # [R, H], [R, V], [R, S]
+        if first is not None:
+            state.index_copy_(0, store_to, h_new.index_select(0, store_from))
+        return hidden, logits
+
+    (hidden, logits), replayed = cache.run(p, run)
+    model.hidden_states[:n].copy_(hidden[:n])
+    for s in seqs:
+        s.seq_len += 1
+    return logits[:n].clone() if replayed else logits[:n]
+
+
+def propose_padded(
+    model: TinyMtpModel,
+    cache: PassCache,
+    tokens: list[int],
+    positions: list[int],
+    stash_idx: list[int],
+    k: int,
+    seqs: list[SequenceState],
+    with_conf: bool,
+    read: Read | None = None,
+) -> tuple[list[list[int]], list[list[float]]]:
+    """k >= 1 greedy drafts for every member on `row_bucket(n)` rows, as `run_mtp_propose_batched`
+    makes them: (drafts, confidences; empty lists unless `with_conf`). A member whose stash row is not
+    finite raises ModelError before anything is written."""
+    cfg, n, bs = model.cfg, len(seqs), model.cfg.block_size
+    rows = row_bucket(n)
+    need = draft_span_blocks(cfg, model.nm.exact, [p + k - 1 for p in positions])
+    span = need if model.nm.exact else span_bucket(need, cfg.draft_blocks_per_seq)
+    pos = padded(positions, rows)
+    tabs = padded([s.draft_block_table for s in seqs], rows)
+    sections = [
+        padded(tokens, rows),
+        padded(stash_idx, rows),
+        [p + 1 for p in pos],
+        padded(list(range(n)), rows),  # KV source row: padding rows write row 0's
+        *[[t[(p + i) // bs] for p, t in zip(pos, tabs, strict=True)] for i in range(k)],
+        *[[(p + i) % bs for p in pos] for i in range(k)],
+        [b for t in tabs for b in padded_table(t, span)],
+    ]
+    stash = model.stash
+    assert stash is not None  # the checks ran
+    sizes = [rows] * (4 + 2 * k) + [rows * span]
+    p = cache.get(("propose", rows, span, k, with_conf), sizes, {"hidden": ((rows, cfg.hidden), stash.dtype)})
+    p.load(sections)
+    tok, stash_rows, base_len, write_rows = p.views[:4]
+    blocks, offs, tables = p.views[4 : 4 + k], p.views[4 + k : 4 + 2 * k], p.views[-1].view(rows, span)
+    hidden_in = p.tensors["hidden"]
+    torch.index_select(stash, 0, stash_rows, out=hidden_in)  # [R, H]
+    finite = torch.isfinite(hidden_in).all(dim=1)  # [R]: a padding row repeats member 0
+    if not bool(finite.all()):
+        g = finite.tolist().index(False)
+        raise ModelError(f"member {g} (stash row {stash_idx[g]}): drafter input is not finite").context(
+            "run_mtp_propose_batched"
+        )
+
+    def run() -> tuple[torch.Tensor, ...]:
+        hidden, t, drafts, confs, step_logits = hidden_in, tok, [], [], []
+        for i in range(k):
+            meta = RowMeta(blocks[i], offs[i], tables, base_len + i, write_rows, read)
+            hidden, logits = drafter_rows(model.nm, cfg, model.weights, model.draft_kv, hidden, t, meta)
+            step_logits.append(logits)
+            t = argmax_rows(logits)  # [R]
+            drafts.append(t)
+            if with_conf:
+                confs.append(softmax_confidence(model.nm, logits, t).double())
+        out = torch.stack(drafts).double()  # [k, R]: ids are exact in float64
+        return hidden, torch.cat([out, torch.stack(confs)]) if confs else out, *step_logits
+
+    (hidden, host_rows, *step_logits), _ = cache.run(p, run)
+    slots = [s.slot_idx for s in seqs]
+    for i, logits in enumerate(step_logits):
+        capture_draft_rows(slots, positions, i, logits[:n])
+    model.hidden_states[:n].copy_(hidden[:n])
+    host = host_rows[:, :n].T.tolist()  # one device-to-host copy
+    return [[int(d) for d in row[:k]] for row in host], [row[k:] for row in host] if with_conf else []
