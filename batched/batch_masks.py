@@ -66,11 +66,6 @@ def allowed_tokens(words: torch.Tensor, vocab: int) -> torch.Tensor:
     return bits.flatten(1)[:, :vocab].bool()
 
 
-def grammar_allowed(states: Sequence[GrammarState], vocab: int, device: torch.device) -> torch.Tensor:
-    """[g, V] bool on `device`: the tokens each grammar allows next (all False once terminated)."""
-    return allowed_tokens(grammar_words(states, vocab).to(device, non_blocking=True), vocab)
-
-
 def history_ids(rows: Sequence[RowProcessing], vocab: int) -> array:
     """Flat ids r * V + t of every token t in the history of each row r with an active penalty."""
     flat = array("q")

@@ -1,5 +1,5 @@
-"""Static-shape passes: the fully batched step's decode and drafter passes over rows and spans padded
-to buckets, their integer inputs in one buffer per shape, replayed as CUDA graphs on a GPU.
+"""Static-shape passes: the fully batched step's decode, drafter and sampling passes over rows (and
+spans) padded to buckets, their inputs in static buffers per shape, replayed as CUDA graphs on a GPU.
 
 Padding. A pass of n rows runs on `row_bucket(n)` rows. Padding rows repeat row 0's inputs (token,
 SSM slot, position, tables) and write row 0's bits wherever row 0 writes (`RowMeta.write_rows`; the
@@ -12,10 +12,9 @@ they are another shape's rounding, which the replay oracle judges as it judges a
 Graphs. A `PassCache` keeps one `StaticPass` per shape key. On CUDA, a key's pass is captured as a
 graph after `graph_after` eager calls (by default 1: the first call, eager, is also the warm-up that
 compiles and initialises whatever its kernels need; 0 captures at the first call) and replayed from
-then on; capturing runs nothing. A replay's outputs live in the
-graph's memory, which the next replay of any of the cache's graphs may reuse: the caller copies
-what it keeps before the next pass. Elsewhere (the CPU, `graph_after` None) every call runs the
-same padded pass eagerly.
+then on; capturing runs nothing. A replay's outputs live in the graph's memory, which the next
+replay of any of the cache's graphs may reuse: the caller copies what it keeps before the next pass.
+Elsewhere (the CPU, `graph_after` None) every call runs the same padded pass eagerly.
 """
 
 from __future__ import annotations
@@ -24,13 +23,14 @@ from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 from reference.model.paged_kv import to_device
 
 Outputs = tuple[Any, ...]
+T = TypeVar("T")
 
 
 def row_bucket(n: int) -> int:
@@ -46,7 +46,7 @@ def span_bucket(blocks: int, cap: int) -> int:
     return min(-(-blocks >> e) << e, max(blocks, cap))
 
 
-def padded(values: Sequence[int], rows: int) -> list[int]:
+def padded(values: Sequence[T], rows: int) -> list[T]:
     """`values` (at least one) followed by copies of its first entry, `rows` entries in all."""
     return list(values) + [values[0]] * (rows - len(values))
 
