@@ -2,8 +2,8 @@
 benchmark group per batch size n.
 
 Every round runs one step on a fresh copy of the same world (the step mutates it), copied into one
-model per (n, implementation) so that the fully batched step's CUDA graphs are captured once, in a
-warm-up run. Copying is outside the timed region, and the device is synchronised at the end of the
+model per (n, implementation) so that the fully batched step's CUDA graphs are captured once, in the
+warm-up runs. Copying is outside the timed region, and the device is synchronised at the end of the
 setup and of the timed call, so a CUDA round times the whole step's device work. Before timing, one
 counted run (not timed) records the device operators and host reads the step issues (a graph
 replay is not an operator: it counts as none) and which rows drafted; the memory floor of the
@@ -97,7 +97,9 @@ def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchS
         step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
         sync(s.device)
 
-    for _ in range(2):  # the first captures the fully batched step's graphs; the second is timed to plan
+    # The fully batched step runs a shape's passes eagerly first, captures their graphs the second
+    # time and replays them from then on: the third warm-up, a replay, is timed to plan the rounds.
+    for _ in range(3):
         (warm,), _ = setup()
         t0 = time.perf_counter()
         run(warm)
