@@ -32,10 +32,13 @@
 #                                   then P1 and P4 against it in fast bf16 for the rest of GRAPHS_S seconds
 #   scripts/gpu_session.sh check    the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   P1 and P4 against the fully batched step for the rest of GRAPHS_S seconds
+#   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
+#                                   the fully batched step's catalogue in fast bf16 on cuda (jobs sharing the GPU
+#                                   through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -135,6 +138,13 @@ elif [ "$part" = check ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
   vector_p1p4 "${GRAPHS_S:-200}"
+elif [ "$part" = vmutants ]; then
+  run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
+    tests/test_batch_sampling.py -m gpu
+  run mutants-vector-fast-bf16 $(( ${BUDGET_S:-570} - SECONDS )) $py -m mutants.run --numerics fast --dtype bfloat16 \
+    --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-400}" --max-n "${MAX_N:-16}" \
+    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
+    --json "$res/mutants-vector-fast-bf16-cuda.json" --markdown "$res/mutants-vector-fast-bf16-cuda.md"
 elif [ "$part" = static ]; then
   timeout 120 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -m gpu >"$res/paged-test.log" 2>&1
   paged_rc=$?
