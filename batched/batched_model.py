@@ -28,6 +28,16 @@ from reference.state import SequenceState
 REFUSED_ROWS = {1: "NaN logits", 2: "a +inf logit", 3: "no finite logit"}
 
 
+def argmax_verdicts(rows: torch.Tensor) -> torch.Tensor:
+    """[2, n] for logits rows [n, V]: each row's argmax (ties to the lowest id) and its refusal code
+    (REFUSED_ROWS, 0: none). A row the per-row sampler refuses has no argmax it would agree with."""
+    nan = rows.isnan().any(dim=1)  # [n]
+    posinf = rows.isposinf().any(dim=1)
+    no_finite = ~rows.isfinite().any(dim=1)
+    code = torch.where(nan, 1, torch.where(posinf, 2, torch.where(no_finite, 3, 0)))  # [n]
+    return torch.stack([argmax_rows(rows), code])
+
+
 class BatchedMtpModel(TinyMtpModel):
     """`TinyMtpModel` plus decode_batch, argmax_batch, the hidden stash and batched proposes."""
 
@@ -103,19 +113,17 @@ class BatchedMtpModel(TinyMtpModel):
                 raise ModelError(f"n={n!r} rows out of range 1..{logits.shape[0]}")
         except ModelError as e:
             raise e.context("argmax_batch") from None
-        rows = logits[:n]  # [n, vocab]
-        # One device-to-host copy carries the tokens and a refusal code per row: a row the per-row
-        # sampler refuses has no argmax it would agree with, so the call fails as a whole.
-        nan = rows.isnan().any(dim=1)  # [n]
-        posinf = rows.isposinf().any(dim=1)
-        no_finite = ~rows.isfinite().any(dim=1)
-        code = torch.where(nan, 1, torch.where(posinf, 2, torch.where(no_finite, 3, 0)))  # [n]
-        ids, codes = torch.stack([argmax_rows(rows), code]).tolist()
+        ids, codes = self._argmax_verdicts(logits, n)
         refused = [j for j, c in enumerate(codes) if c]
         if refused:
             j = refused[0]
             raise ModelError(f"row {j} has {REFUSED_ROWS[codes[j]]}").context("argmax_batch")
         return ids
+
+    def _argmax_verdicts(self, logits: torch.Tensor, n: int) -> tuple[list[int], list[int]]:
+        """argmax_batch's work after its checks: rows 0..n-1's argmax and refusal code, one host read."""
+        ids, codes = argmax_verdicts(logits[:n]).tolist()
+        return ids, codes
 
     # Stash -------------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import torch
 
-from batched.static_passes import PassCache, padded, row_bucket, span_bucket
+from batched.batched_model import argmax_verdicts
+from batched.static_passes import HostCopy, PassCache, padded, row_bucket, span_bucket
 from reference.capture import capture_draft_rows
 from reference.errors import ModelError
 from reference.model.drafter import draft_span_blocks, drafter_rows
@@ -26,10 +27,11 @@ Read = Callable[[torch.Tensor, PagedKv, int, RowMeta], torch.Tensor]
 
 def decode_padded(
     model: TinyMtpModel, cache: PassCache, tokens: list[int], seqs: list[SequenceState], read: Read | None = None
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, HostCopy]:
     """Decode tokens[j] for seqs[j] on `row_bucket(n)` rows: each row's KV written at its position,
     each SSM slot advanced, hidden rows 0..n-1 written, every seq_len advanced; attention by `read`
-    when given (`RowMeta.read`). Returns logits [n, V]."""
+    when given (`RowMeta.read`). Returns logits [n, V] and the host copy of their `argmax_verdicts`
+    [2, n], computed in the same pass (the batched argmax's work, done before anyone asks for it)."""
     cfg, n = model.cfg, len(seqs)
     rows = row_bucket(n)
     pos = [s.seq_len for s in seqs]
@@ -56,18 +58,19 @@ def decode_padded(
     meta = RowMeta(blocks, offs, tables.view(rows, span), lengths, write_rows, read)
     state = model.ssm.state
 
-    def run() -> tuple[torch.Tensor, torch.Tensor]:
+    def run() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         h = torch.where(has.bool()[:, None], state[slot], 0)  # [R, S]: zeros for rows without a slot
         hidden, logits, h_new = model._main_rows(tok, meta, h)  # [R, H], [R, V], [R, S]
         if first is not None:
             state.index_copy_(0, store_to, h_new.index_select(0, store_from))
-        return hidden, logits
+        return hidden, logits, argmax_verdicts(logits)
 
-    (hidden, logits), replayed = cache.run(p, run)
+    (hidden, logits, verdicts), replayed = cache.run(p, run)
     model.hidden_states[:n].copy_(hidden[:n])
     for s in seqs:
         s.seq_len += 1
-    return logits[:n].clone() if replayed else logits[:n]
+    # The verdicts' copy to the host is queued behind the pass: it reads them before any later pass.
+    return logits[:n].clone() if replayed else logits[:n], HostCopy.of(verdicts[:, :n])
 
 
 def propose_padded(

@@ -19,6 +19,7 @@ Elsewhere (the CPU, `graph_after` None) every call runs the same padded pass eag
 
 from __future__ import annotations
 
+import gc
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -62,13 +63,14 @@ class StaticPass:
     calls: int = 0
     graph: Any = None  # torch.cuda.CUDAGraph
     outputs: Outputs = ()
+    staging: dict[str, Staging] = field(default_factory=dict)  # by input ("": ints), on CUDA
 
     def load(self, sections: Sequence[Sequence[int]]) -> None:
         """Copy the sections (of the sizes the views were made with) into `ints`, one host copy."""
         host = torch.frombuffer(array("q", chain.from_iterable(sections)), dtype=torch.long)
         if host.numel() != self.ints.numel():
             raise ValueError(f"static pass inputs: {host.numel()} integers for a buffer of {self.ints.numel()}")
-        copy_in(self.ints, host)
+        self._copy_in("", self.ints, host)
 
     def fill(self, name: str, host: torch.Tensor) -> None:
         """Copy the host tensor into the input `name` (same shape and dtype), one host copy."""
@@ -76,15 +78,60 @@ class StaticPass:
         if host.shape != dst.shape or host.dtype != dst.dtype:
             got, want = f"{host.dtype} {tuple(host.shape)}", f"{dst.dtype} {tuple(dst.shape)}"
             raise ValueError(f"static pass input {name}: {got} for a buffer of {want}")
-        copy_in(dst, host)
+        self._copy_in(name, dst, host)
+
+    def _copy_in(self, key: str, dst: torch.Tensor, host: torch.Tensor) -> None:
+        """dst <- host without a host sync: on CUDA through a pinned buffer kept per input, rewritten
+        only once its last copy has landed."""
+        if dst.device.type != "cuda":
+            dst.copy_(host)
+            return
+        staged = self.staging.get(key)
+        if staged is None:
+            staged = self.staging[key] = Staging(torch.empty(dst.shape, dtype=dst.dtype, pin_memory=True))
+        staged.copy_to(dst, host)
 
 
-def copy_in(dst: torch.Tensor, host: torch.Tensor) -> None:
-    """dst <- host without a host sync (through pinned memory on CUDA)."""
-    if dst.device.type == "cuda":
-        dst.copy_(host.pin_memory(), non_blocking=True)
-    else:
-        dst.copy_(host)
+@dataclass(slots=True)
+class Staging:
+    """A pinned host buffer that feeds one device buffer, and the event after its last copy."""
+
+    pinned: torch.Tensor
+    landed: Any = None  # torch.cuda.Event
+
+    def copy_to(self, dst: torch.Tensor, host: torch.Tensor) -> None:
+        if self.landed is not None:
+            self.landed.synchronize()  # the previous copy still reads the buffer until it lands
+        self.pinned.copy_(host.view(self.pinned.shape))
+        dst.copy_(self.pinned, non_blocking=True)
+        self.landed = torch.cuda.Event()
+        self.landed.record(torch.cuda.current_stream(dst.device))
+
+
+@dataclass(slots=True)
+class HostCopy:
+    """A device tensor's copy on the host, queued without a sync; `values()` waits for it."""
+
+    host: torch.Tensor
+    done: Any = None  # torch.cuda.Event recorded after the copy; None: the copy is complete
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> HostCopy:
+        """Queue the copy of `t` on its device's current stream (a plain copy off CUDA)."""
+        if t.device.type != "cuda":
+            return cls(t.to("cpu", copy=True))
+        host = torch.empty(t.shape, dtype=t.dtype, pin_memory=True)
+        host.copy_(t, non_blocking=True)
+        done = torch.cuda.Event()
+        done.record(torch.cuda.current_stream(t.device))
+        return cls(host, done)
+
+    def values(self) -> torch.Tensor:
+        """The host tensor, once the copy has landed."""
+        if self.done is not None:
+            self.done.synchronize()
+            self.done = None
+        return self.host
 
 
 Specs = dict[str, tuple[tuple[int, ...], torch.dtype]]
@@ -141,12 +188,22 @@ class PassCache:
         main = torch.cuda.current_stream(self.device)
         side.wait_stream(main)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.stream(side):
-            graph.capture_begin(pool=self.pool)
-            try:
-                out = fn()
-            finally:
-                graph.capture_end()
+        # A garbage collection inside the capture could free pinned host memory or CUDA events, calls
+        # a capture forbids (they invalidate it): collect first, then keep the collector off. Calls
+        # from other threads do not concern this capture (thread_local).
+        gc.collect()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            with torch.cuda.stream(side):
+                graph.capture_begin(pool=self.pool, capture_error_mode="thread_local")
+                try:
+                    out = fn()
+                finally:
+                    graph.capture_end()
+        finally:
+            if collecting:
+                gc.enable()
         main.wait_stream(side)
         self.captures += 1
         return graph, out

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 
@@ -25,11 +26,20 @@ from batched.batch_checks import decode_batch_ok, propose_batch_ok
 from batched.batched_model import BatchedMtpModel
 from batched.padded_passes import Read, decode_padded, propose_padded
 from batched.paged_attention import available, paged_read, warm
-from batched.static_passes import PassCache
+from batched.static_passes import HostCopy, PassCache
 from reference.errors import ModelError
 from reference.model.checks import check_slots
 from reference.model.paged_kv import pack_sections
 from reference.state import SequenceState
+
+
+@dataclass(slots=True)
+class Verdicts:
+    """The `argmax_verdicts` a decode computed in its pass, for the logits it returned at `version`."""
+
+    logits: torch.Tensor
+    version: int
+    host: HostCopy
 
 
 class VectorMtpModel(BatchedMtpModel):
@@ -37,6 +47,7 @@ class VectorMtpModel(BatchedMtpModel):
 
     _pending: list[int] | None = None  # SSM slots whose checkpoint copy is pending; None: not deferring
     _passes: PassCache | None = None  # made on first use: a clone starts without graphs
+    _verdicts: Verdicts | None = None  # the last decode's batched-argmax work
     graph_after: int | None = 1
     paged: bool = True  # fast numerics on a GPU: attention reads the paged cache in place
 
@@ -49,6 +60,7 @@ class VectorMtpModel(BatchedMtpModel):
         for name, value in vars(model).items():
             setattr(new, name, value)
         new._passes = None
+        new._verdicts = None
         new.graph_after = graph_after
         new.paged = paged
         return new
@@ -96,7 +108,19 @@ class VectorMtpModel(BatchedMtpModel):
             super()._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
 
     def _decode_rows(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
-        return decode_padded(self, self.pass_cache(), tokens, seqs, self.attention_read())
+        logits, verdicts = decode_padded(self, self.pass_cache(), tokens, seqs, self.attention_read())
+        self._verdicts = Verdicts(logits, logits._version, verdicts)
+        return logits
+
+    def _argmax_verdicts(self, logits: torch.Tensor, n: int) -> tuple[list[int], list[int]]:
+        """The verdicts the last decode computed in its pass when `logits` is the tensor it returned,
+        unchanged since (its version counter, which every in-place write through any view bumps);
+        else `BatchedMtpModel`'s own pass."""
+        memo = self._verdicts
+        if memo is None or memo.logits is not logits or logits._version != memo.version:
+            return super()._argmax_verdicts(logits, n)
+        ids, codes = memo.host.values()[:, :n].tolist()
+        return ids, codes
 
     def _propose_rows(
         self,

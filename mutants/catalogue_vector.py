@@ -17,6 +17,7 @@ LOGPROBS = "batched/batch_logprobs.py"
 STEP = "batched/vector_step.py"
 PADDED = "batched/padded_passes.py"
 CHECKS = "batched/batch_checks.py"
+VMODEL = "batched/vector_model.py"
 TOPK = "keep = torch.where((k > 0) & (k < n_finite), k, n_finite)"
 SKIP_FINISHED = "            if a.finished:\n                continue\n"
 CHECKPOINT = SKIP_FINISHED + "            try:\n                model.start_checkpoint_async"
@@ -326,5 +327,23 @@ MUTANTS: tuple[Mutant, ...] = (
             "    p.load(sections)\n    tok, stash_rows",
             "    if p.calls == 0:\n        p.load(sections)\n    tok, stash_rows",
         ),
+    ),
+    vector(
+        "vec-argmax-verdicts-stale",
+        VMODEL,
+        "B6 B7 B9",
+        "argmax_batch takes the verdicts the last decode computed whatever logits it is given, so a row "
+        "made bad after the decode (an injected NaN row) still gets a token",
+        (
+            "if memo is None or memo.logits is not logits or logits._version != memo.version:",
+            "if memo is None:",
+        ),
+    ),
+    vector(
+        "vec-argmax-verdicts-rows-shifted",
+        PADDED,
+        "B6",
+        "the verdicts handed to argmax_batch are the padded pass's last n rows, not its first n",
+        ("HostCopy.of(verdicts[:, :n])", "HostCopy.of(verdicts[:, verdicts.shape[1] - n :])"),
     ),
 )

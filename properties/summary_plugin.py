@@ -35,6 +35,7 @@ class Row:
     result: str
     seconds: float
     runs: int = 0
+    decisions: int = 0  # the reference's decisions in the side-by-side runs (near_ties were forced of these)
 
 
 def counts_of(report: pytest.TestReport) -> dict[str, Any]:
@@ -101,6 +102,7 @@ class Summary:
             result,
             report.duration,
             counts["runs"],
+            counts["decisions"],
         )
         self.rows.append(row)
         print(

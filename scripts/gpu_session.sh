@@ -32,13 +32,18 @@
 #                                   then P1 and P4 against it in fast bf16 for the rest of GRAPHS_S seconds
 #   scripts/gpu_session.sh check    the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   P1 and P4 against the fully batched step for the rest of GRAPHS_S seconds
+#   scripts/gpu_session.sh host     the GPU tests of the static passes, the paged kernel and the graphed sampler
+#                                   (twice), the near-ties P1 and P3 force against the fully batched step with its
+#                                   paged kernel and with gathered attention, in fast bf16 and fast float32, the
+#                                   host time of the step's pieces (scripts/step_timers.py), its profile at n = 64,
+#                                   and the three-way benchmarks at n = 64
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast bf16 on cuda (jobs sharing the GPU
 #                                   through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -138,6 +143,26 @@ elif [ "$part" = check ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
   vector_p1p4 "${GRAPHS_S:-200}"
+elif [ "$part" = host ]; then
+  for i in 1 2; do
+    run "gpu-tests-$i" 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py \
+      tests/test_paged_attention.py tests/test_batch_sampling.py -m gpu
+  done
+  for variant in vector_step:step_mtp_bootstrap_vectorized vector_step_gathered:step_mtp_bootstrap_vectorized_gathered; do
+    for dtype in bfloat16 float32; do
+      name="nearties-${variant%%:*}-$dtype"
+      MTP_VERIFY_SUMMARY_JSON="$res/$name.json" run "$name" 70 $py -m pytest -q -p no:cacheprovider \
+        -p properties.summary_plugin properties/test_p1_equivalence.py properties/test_p3_calls.py \
+        --device "$dev" --numerics fast --dtype "$dtype" --max-n 16 --impl "batched.$variant"
+    done
+  done
+  for mix in greedy mixed; do
+    run "timers-$mix" 60 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
+    run "step-vector-$mix" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
+    run "bench-$mix" 70 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+      --bench-mix "$mix" --bench-sizes 64 --bench-budget 1.0 --benchmark-json "$res/bench-$mix-64.json"
+  done
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu

@@ -130,22 +130,23 @@ def _on_cuda(mix: Mix, numerics: str) -> Mix:
 def test_graph_replays_equal_eager_passes(numerics: str, mix: Mix) -> None:
     """Decode and propose three times on one graph model (the world copied back in between): the
     first call runs eagerly, the second captures and replays, the third replays. Logits, drafts,
-    confidences and every buffer equal one eager run's, bit for bit, and a replay leaves the logits
-    an earlier call returned alone."""
+    confidences, the batched argmax of the decode's logits (asked for after the propose) and every
+    buffer equal one eager run's, bit for bit, and a replay leaves the logits an earlier call
+    returned alone."""
     mix = _on_cuda(mix, numerics)
     n = len(mix.seqs)
     eager = VectorMtpModel.from_model(mix.model.clone(), graph_after=None)
     graphed = VectorMtpModel.from_model(mix.model.clone(), graph_after=1)
     pristine = mix.model.clone()
 
-    def step(model: VectorMtpModel) -> tuple[torch.Tensor, list[list[int]] | None, list[list[float]]]:
+    def step(model: VectorMtpModel) -> tuple[torch.Tensor, list[list[int]] | None, list[list[float]], list[int]]:
         seqs = copy.deepcopy(mix.seqs)
         logits = model.decode_batch(mix.tokens, seqs)
         model.stash_verify_hidden_rows(list(range(n)))
         conf: list[list[float]] = []
         positions = [s.seq_len for s in seqs]
         drafts = model.run_mtp_propose_batched(mix.tokens, positions, list(range(n)), 3, seqs, conf_out=conf)
-        return logits, drafts, conf
+        return logits, drafts, conf, model.argmax_batch(logits, n)  # the decode's verdicts, after later passes
 
     want = step(eager)
     runs = []

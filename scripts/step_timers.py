@@ -1,0 +1,111 @@
+"""Host time of the fully batched step's pieces, measured with plain timers around them (a profiler's
+per-call overhead inflates Python-heavy code two to three times): the benchmark world of n
+sequences, each step on a fresh copy of it in one persistent model (its graphs stay captured).
+Prints milliseconds per step for each piece (nested pieces count in their parents too) and writes
+them as JSON.
+
+    python scripts/step_timers.py --device cuda --mix greedy --n 64 --out timers.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import statistics
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import torch
+
+import batched.padded_passes as padded_passes
+import batched.vector_model as vector_model
+import batched.vector_sample as vector_sample
+import batched.vector_step as vector_step
+from batched.static_passes import PassCache, StaticPass
+from batched.vector_model import VectorMtpModel
+from benchmarks.settings import MIXES, resolve
+from benchmarks.worlds import build_bench_world, sync
+
+# (owner, attribute): the pieces timed, module functions and methods alike.
+PIECES: tuple[tuple[Any, str], ...] = (
+    (vector_step, "select_rows"),
+    (VectorMtpModel, "_check_decode_batch"),
+    (vector_model, "decode_padded"),
+    (vector_step, "sample_all"),
+    (vector_sample, "row_table"),
+    (vector_sample, "sample_pass"),
+    (VectorMtpModel, "argmax_batch"),
+    (vector_step, "emit_rows"),
+    (vector_step, "stash_all"),
+    (vector_step, "propose_from_stash"),
+    (VectorMtpModel, "_check_propose_batched"),
+    (vector_model, "propose_padded"),
+    (vector_step, "checkpoint_rows"),
+    (padded_passes, "row_sections"),
+    (StaticPass, "load"),
+    (PassCache, "run"),
+)
+
+
+def timed(fn: Callable[..., Any], label: str, totals: dict[str, float]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            totals[label] += time.perf_counter() - t0
+
+    return wrapper
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--mix", default="greedy", choices=MIXES)
+    p.add_argument("--n", type=int, default=64)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--out", default="")
+    a = p.parse_args()
+    torch.set_num_threads(1)
+    s = replace(resolve({"device": a.device}), mix=a.mix)
+    base = build_bench_world(s, a.n)
+    base.model = VectorMtpModel.from_model(base.model)
+    work = base.model.clone()
+    totals: dict[str, float] = defaultdict(float)
+    for owner, name in PIECES:
+        label = f"{getattr(owner, '__name__', owner)}.{name}"
+        setattr(owner, name, timed(getattr(owner, name), label, totals))
+    step = vector_step.step_mtp_bootstrap_vectorized
+
+    def one() -> float:
+        w = base.clone(into=work)
+        gc.collect()
+        sync(s.device)
+        t0 = time.perf_counter()
+        step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
+        sync(s.device)
+        return time.perf_counter() - t0
+
+    for _ in range(3):  # eager, capture, replay
+        one()
+    totals.clear()
+    times = [one() for _ in range(a.steps)]
+    per_step = {k: 1e3 * v / a.steps for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+    report = {"config": vars(a), "median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times),
+              "pieces_ms": per_step}  # fmt: skip
+    print(f"vector {a.mix} n={a.n} on {s.device}: median {report['median_ms']:.3f} ms, min {report['min_ms']:.3f} ms")
+    for k, v in per_step.items():
+        print(f"{v:9.3f}  {k}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
