@@ -86,7 +86,8 @@ def propose_padded(
 ) -> tuple[list[list[int]], list[list[float]]]:
     """k >= 1 greedy drafts for every member on `row_bucket(n)` rows, as `run_mtp_propose_batched`
     makes them: (drafts, confidences; empty lists unless `with_conf`). A member whose stash row is not
-    finite raises ModelError before anything is written."""
+    finite raises ModelError, and then nothing is written: the pass checks its input rows itself and
+    puts back the drafter cache entries it wrote, so the check costs no host read of its own."""
     cfg, n, bs = model.cfg, len(seqs), model.cfg.block_size
     rows = row_bucket(n)
     need = draft_span_blocks(cfg, model.nm.exact, [p + k - 1 for p in positions])
@@ -105,36 +106,41 @@ def propose_padded(
     stash = model.stash
     assert stash is not None  # the checks ran
     sizes = [rows] * (4 + 2 * k) + [rows * span]
-    p = cache.get(("propose", rows, span, k, with_conf), sizes, {"hidden": ((rows, cfg.hidden), stash.dtype)})
+    p = cache.get(("propose", rows, span, k, with_conf), sizes)
     p.load(sections)
     tok, stash_rows, base_len, write_rows = p.views[:4]
     blocks, offs, tables = p.views[4 : 4 + k], p.views[4 + k : 4 + 2 * k], p.views[-1].view(rows, span)
-    hidden_in = p.tensors["hidden"]
-    torch.index_select(stash, 0, stash_rows, out=hidden_in)  # [R, H]
-    finite = torch.isfinite(hidden_in).all(dim=1)  # [R]: a padding row repeats member 0
-    if not bool(finite.all()):
-        g = finite.tolist().index(False)
-        raise ModelError(f"member {g} (stash row {stash_idx[g]}): drafter input is not finite").context(
-            "run_mtp_propose_batched"
-        )
+    kv = model.draft_kv
 
     def run() -> tuple[torch.Tensor, ...]:
-        hidden, t, drafts, confs, step_logits = hidden_in, tok, [], [], []
+        hidden = stash.index_select(0, stash_rows)  # [R, H]
+        finite = torch.isfinite(hidden).all(dim=1)  # [R]: a padding row repeats member 0
+        written = [(kv.k[:, blocks[i], offs[i]], kv.v[:, blocks[i], offs[i]]) for i in range(k)]  # [L, R, Hh, D]
+        t, drafts, confs, step_logits = tok, [], [], []
         for i in range(k):
             meta = RowMeta(blocks[i], offs[i], tables, base_len + i, write_rows, read)
-            hidden, logits = drafter_rows(model.nm, cfg, model.weights, model.draft_kv, hidden, t, meta)
+            hidden, logits = drafter_rows(model.nm, cfg, model.weights, kv, hidden, t, meta)
             step_logits.append(logits)
             t = argmax_rows(logits)  # [R]
             drafts.append(t)
             if with_conf:
                 confs.append(softmax_confidence(model.nm, logits, t).double())
-        out = torch.stack(drafts).double()  # [k, R]: ids are exact in float64
-        return hidden, torch.cat([out, torch.stack(confs)]) if confs else out, *step_logits
+        ok = finite.all()
+        for i, (old_k, old_v) in enumerate(written):  # a refused pass leaves the entries it wrote as they were
+            kv.k[:, blocks[i], offs[i]] = torch.where(ok, kv.k[:, blocks[i], offs[i]], old_k)
+            kv.v[:, blocks[i], offs[i]] = torch.where(ok, kv.v[:, blocks[i], offs[i]], old_v)
+        out = torch.cat([torch.stack(drafts + confs).double(), finite.double()[None]])  # [k (+ k) + 1, R]
+        return hidden, out, *step_logits
 
     (hidden, host_rows, *step_logits), _ = cache.run(p, run)
+    host = host_rows[:, :n].T.tolist()  # one device-to-host copy: drafts, confidences, finite flags
+    bad = next((g for g, row in enumerate(host) if not row[-1]), None)
+    if bad is not None:
+        raise ModelError(f"member {bad} (stash row {stash_idx[bad]}): drafter input is not finite").context(
+            "run_mtp_propose_batched"
+        )
     slots = [s.slot_idx for s in seqs]
     for i, logits in enumerate(step_logits):
         capture_draft_rows(slots, positions, i, logits[:n])
     model.hidden_states[:n].copy_(hidden[:n])
-    host = host_rows[:, :n].T.tolist()  # one device-to-host copy
-    return [[int(d) for d in row[:k]] for row in host], [row[k:] for row in host] if with_conf else []
+    return [[int(d) for d in row[:k]] for row in host], [row[k:-1] for row in host] if with_conf else []

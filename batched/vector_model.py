@@ -107,6 +107,22 @@ class VectorMtpModel(BatchedMtpModel):
         if not propose_batch_ok(self.cfg, self.stash, self.meta_stride, tokens, positions, stash_idx, k, seqs, rank):
             super()._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
 
+    def stash_verify_hidden_rows(self, rows: list[int], rank: int = 0) -> None:
+        """As `BatchedMtpModel`'s; rows 0..n-1 in order (the step's stash) are one slice copy, checked
+        at once. Anything else takes the general path and its checks."""
+        n, cfg = len(rows), self.cfg
+        if (
+            type(rank) is int
+            and rank == 0
+            and self.stash is not None
+            and n <= min(cfg.stash_capacity, cfg.max_batch_rows)
+            and all(type(r) is int for r in rows)
+            and rows == list(range(n))
+        ):
+            self.stash[:n].copy_(self.hidden_states[:n])
+            return
+        super().stash_verify_hidden_rows(rows, rank)
+
     def _decode_rows(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
         logits, verdicts = decode_padded(self, self.pass_cache(), tokens, seqs, self.attention_read())
         self._verdicts = Verdicts(logits, logits._version, verdicts)

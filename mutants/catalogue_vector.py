@@ -307,7 +307,7 @@ MUTANTS: tuple[Mutant, ...] = (
         PADDED,
         "B18 D4",
         "the confidences handed back are the drafts' columns",
-        ("[row[k:] for row in host] if with_conf else []", "[row[:k] for row in host] if with_conf else []"),
+        ("[row[k:-1] for row in host] if with_conf else []", "[row[:k] for row in host] if with_conf else []"),
     ),
     vector(
         "vec-pad-draft-kv-block-of-first-position",

@@ -37,13 +37,15 @@
 #                                   paged kernel and with gathered attention, in fast bf16 and fast float32, the
 #                                   host time of the step's pieces (scripts/step_timers.py), its profile at n = 64,
 #                                   and the three-way benchmarks at n = 64
+#   scripts/gpu_session.sh fold     the GPU tests of the static passes, then the host time of the fully batched
+#                                   step's pieces, its profile (with the device's kernels) and its benchmarks at n = 64
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast bf16 on cuda (jobs sharing the GPU
 #                                   through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|fold}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -160,6 +162,15 @@ elif [ "$part" = host ]; then
     run "timers-$mix" 60 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
     run "step-vector-$mix" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
       --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
+    run "bench-$mix" 70 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+      --bench-mix "$mix" --bench-sizes 64 --bench-budget 1.0 --benchmark-json "$res/bench-$mix-64.json"
+  done
+elif [ "$part" = fold ]; then
+  run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_batch_sampling.py -m gpu
+  for mix in greedy mixed; do
+    run "timers-$mix" 60 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
+    run "step-vector-$mix" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 60 --out "$res/step-vector-$mix.json"
     run "bench-$mix" 70 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
       --bench-mix "$mix" --bench-sizes 64 --bench-budget 1.0 --benchmark-json "$res/bench-$mix-64.json"
   done

@@ -1,8 +1,8 @@
 """Where one bootstrap step's time goes: the benchmark world of n sequences (`benchmarks.worlds`),
 one implementation, timed warm (each step on a fresh copy of the world in one persistent model, so
 the fully batched step's captured graphs stay valid), then profiled twice: cProfile (the Python
-functions, own and cumulative time) and the torch profiler (operators' host time, and the device's
-busy time from CUDA kernel records). Prints the tables and writes them as JSON.
+functions, own and cumulative time) and the torch profiler (operators' host time, the device's
+busy time from CUDA kernel records, and those kernels by device time). Prints the tables and writes them as JSON.
 
     python scripts/step_profile.py --device cuda --impl vector --mix greedy --n 64 --out prof.json
 """
@@ -98,6 +98,16 @@ def main() -> None:
     # Every kernel and copy the device ran, once each, whether an operator or a graph replay launched it.
     on_device = [e for e in tp.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     device_ms = sum(e.time_range.elapsed_us() for e in on_device) * per
+    kernels: dict[str, list[float]] = {}
+    for e in on_device:
+        k = kernels.setdefault(e.name, [0.0, 0.0])
+        k[0] += 1
+        k[1] += e.time_range.elapsed_us()
+    kernel_rows = [
+        {"kernel": name, "per_step": c / a.steps, "device_ms": us * per}
+        for name, (c, us) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[: a.rows]
+    ]
+    launches = sum(c for c, _ in kernels.values()) / a.steps
     report = {
         "config": vars(a),
         "settings": {k: getattr(s, k) for k in ("device", "dtype", "numerics", "hidden", "vocab_size", "group_cap")},
@@ -106,10 +116,15 @@ def main() -> None:
         "python_own": python_table(prof, "tottime", a.rows),
         "python_cumulative": python_table(prof, "cumulative", a.rows),
         "ops": op_rows,
+        "kernels_per_step": launches,
+        "kernels": kernel_rows,
     }
     print(f"{a.impl} {a.mix} n={a.n} on {s.device}: median {1e3 * median:.2f} ms/step, device busy {device_ms:.2f} ms")
     print_table("own time", report["python_own"], "own_s", a.steps)
     print_table("cumulative time", report["python_cumulative"], "cum_s", a.steps)
+    print(f"-- device kernels by device time ({launches:.0f} kernels and copies per step; ms, count per step)")
+    for r in kernel_rows:
+        print(f"{r['device_ms']:9.3f} {r['per_step']:8.1f}  {r['kernel'][:100]}")
     print("-- operators by host time (ms per step, device ms per step, calls per step)")
     for r in op_rows:
         print(f"{r['self_cpu_ms']:9.3f} {r['device_ms']:9.3f} {r['calls_per_step']:8.1f}  {r['op']}")
