@@ -102,11 +102,12 @@ class Staging:
     landed: Any = None  # torch.cuda.Event
 
     def copy_to(self, dst: torch.Tensor, host: torch.Tensor) -> None:
-        if self.landed is not None:
+        if self.landed is None:
+            self.landed = torch.cuda.Event()  # recorded after every copy (one event, reused)
+        else:
             self.landed.synchronize()  # the previous copy still reads the buffer until it lands
         self.pinned.copy_(host.view(self.pinned.shape))
         dst.copy_(self.pinned, non_blocking=True)
-        self.landed = torch.cuda.Event()
         self.landed.record(torch.cuda.current_stream(dst.device))
 
 

@@ -26,10 +26,9 @@ from batched.batch_checks import decode_batch_ok, propose_batch_ok
 from batched.batched_model import BatchedMtpModel
 from batched.padded_passes import Read, decode_padded, propose_padded
 from batched.paged_attention import available, paged_read, warm
-from batched.static_passes import HostCopy, PassCache
+from batched.static_passes import HostCopy, PassCache, padded, row_bucket
 from reference.errors import ModelError
 from reference.model.checks import check_slots
-from reference.model.paged_kv import pack_sections
 from reference.state import SequenceState
 
 
@@ -163,8 +162,11 @@ class VectorMtpModel(BatchedMtpModel):
             yield
         finally:
             slots, self._pending = self._pending, None
-            if slots:
-                (idx,) = pack_sections([slots], self.device)
+            if slots:  # padded by repeating the first slot: its copy lands twice, the same bits
+                rows = row_bucket(len(slots))
+                p = self.pass_cache().get(("checkpoint", rows), [rows])
+                p.load([padded(slots, rows)])
+                (idx,) = p.views
                 self.ssm.ckpt.index_copy_(0, idx, self.ssm.state.index_select(0, idx))
 
     def start_checkpoint_async(self, seq: SequenceState) -> None:

@@ -39,13 +39,17 @@
 #                                   and the three-way benchmarks at n = 64
 #   scripts/gpu_session.sh fold     the GPU tests of the static passes, then the host time of the fully batched
 #                                   step's pieces, its profile (with the device's kernels) and its benchmarks at n = 64
+#   scripts/gpu_session.sh final    the paged kernel's time per tile width, the GPU tests of the kernel, the static
+#                                   passes and the graphed sampler, the near-ties P1 and P3 force against the fully
+#                                   batched step (its paged kernel in fast bf16 and float32), its
+#                                   profile at n = 64 and the three-way benchmarks at n = 64
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|fold}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|fold|final}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -171,6 +175,25 @@ elif [ "$part" = host ]; then
       --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
     run "bench-$mix" 70 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
       --bench-mix "$mix" --bench-sizes 64 --bench-budget 1.0 --benchmark-json "$res/bench-$mix-64.json"
+  done
+elif [ "$part" = final ]; then
+  run paged-tiles 30 $py scripts/paged_tiles.py --out "$res/paged-tiles.json"
+  run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py tests/test_static_passes.py \
+    tests/test_batch_sampling.py -m gpu
+  for case in vector_step:bfloat16 vector_step:float32; do
+    variant=${case%:*} dtype=${case#*:}
+    fn=step_mtp_bootstrap_vectorized; [ "$variant" = vector_step_gathered ] && fn=${fn}_gathered
+    MTP_VERIFY_SUMMARY_JSON="$res/nearties-$variant-$dtype.json" run "nearties-$variant-$dtype" 40 $py -m pytest -q \
+      -p no:cacheprovider -p properties.summary_plugin properties/test_p1_equivalence.py properties/test_p3_calls.py \
+      --device "$dev" --numerics fast --dtype "$dtype" --max-n 16 --impl "batched.$variant:$fn"
+  done
+  for mix in greedy mixed; do
+    run "step-vector-$mix" 40 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
+  done
+  for mix in greedy mixed; do
+    run "bench-$mix" 80 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+      --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
   done
 elif [ "$part" = fold ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_batch_sampling.py -m gpu

@@ -5,6 +5,10 @@ off a GPU, the fully batched step's model keeps the gather path."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -36,6 +40,57 @@ def float64_attention(q, k, v, tables, lengths) -> torch.Tensor:
     return torch.stack(out)
 
 
+def poisoned_case(rows: int, heads: int, dim: int, block: int, seed: int) -> tuple[torch.Tensor, ...]:
+    """q, k, v, tables, lengths of one case (float32, CPU): each row's own scattered blocks, and
+    whatever sits at or past a row's length poisoned (the rest of its last block NaN and inf, the
+    blocks its table lists past that NaN; no other row's table lists them)."""
+    gen = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(1, 12 * block, (rows,), generator=gen)
+    span = -(-int(lengths.max()) // block) + 2
+    blocks = rows * span
+    k = torch.randn(blocks + 1, block, heads, dim, generator=gen)
+    v = torch.randn(blocks + 1, block, heads, dim, generator=gen)
+    q = torch.randn(rows, heads, dim, generator=gen)
+    tables = torch.randperm(blocks, generator=gen).view(rows, span)
+    return q, k, v, tables, lengths
+
+
+def poison_past_lengths(k: torch.Tensor, v: torch.Tensor, tables: torch.Tensor, lengths: torch.Tensor) -> None:
+    block = k.shape[1]
+    for m in range(tables.shape[0]):
+        n = int(lengths[m])
+        if n % block:
+            k[tables[m, n // block], n % block :] = float("nan")
+            v[tables[m, n // block], n % block :] = float("inf")
+        k[tables[m, -(-n // block) :]] = float("nan")
+        v[tables[m, -(-n // block) :]] = float("nan")
+
+
+def interpreted_cases() -> None:
+    """The kernel run by Triton's interpreter on the CPU (TRITON_INTERPRET=1 set before Triton is
+    imported) over cases of every tile shape, against float64 attention."""
+    for seed, (rows, heads, dim, block, tile) in enumerate(
+        [(1, 1, 16, 8, 8), (3, 2, 16, 4, 64), (5, 4, 32, 16, 64), (7, 1, 16, 8, 16), (4, 2, 32, 4, 128)]
+    ):
+        q, k, v, tables, lengths = poisoned_case(rows, heads, dim, block, seed)
+        want = float64_attention(q, k, v, tables, lengths)
+        poison_past_lengths(k, v, tables, lengths)
+        got = paged_attention(q, k, v, tables, lengths, tile=tile)
+        assert bool(torch.isfinite(got).all()), f"case {seed}: a poisoned position reached the output"
+        torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5, msg=f"case {seed}")
+
+
+def test_the_kernel_in_the_triton_interpreter_on_the_cpu() -> None:
+    """CI has no GPU: the kernel's logic (tiles over several blocks, masks at each row's length, the
+    online softmax) still runs, interpreted, in a fresh process."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    code = "from tests.test_paged_attention import interpreted_cases; interpreted_cases()"
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 @pytest.mark.gpu
 @settings(max_examples=60)
 @given(
@@ -47,21 +102,9 @@ def float64_attention(q, k, v, tables, lengths) -> torch.Tensor:
     seed=st.integers(0, 2**31 - 1),
 )
 def test_paged_attention_equals_attention_over_the_rows_own_positions(rows, heads, dim, block, dtype, seed) -> None:
-    gen = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(1, 12 * block, (rows,), generator=gen)
-    span = -(-int(lengths.max()) // block) + 2
-    blocks = rows * span  # each row's own blocks, scattered
-    k = torch.randn(blocks + 1, block, heads, dim, generator=gen)
-    v = torch.randn(blocks + 1, block, heads, dim, generator=gen)
-    q = torch.randn(rows, heads, dim, generator=gen)
-    tables = torch.randperm(blocks, generator=gen).view(rows, span)
+    q, k, v, tables, lengths = poisoned_case(rows, heads, dim, block, seed)
     want = float64_attention(q.to(dtype), k.to(dtype), v.to(dtype), tables, lengths)
-    # What sits at or past a row's length must not reach its output: poison it.
-    for m in range(rows):
-        n = int(lengths[m])
-        if n % block:
-            k[tables[m, n // block], n % block :] = float("nan")
-            v[tables[m, n // block], n % block :] = float("inf")
+    poison_past_lengths(k, v, tables, lengths)
     dev = torch.device("cuda")
     got = paged_attention(*(t.to(dev, dtype) for t in (q, k, v)), tables.to(dev), lengths.to(dev))
     assert got.dtype == dtype and bool(torch.isfinite(got).all())
