@@ -3,8 +3,8 @@
 The gather-then-attend path (`PagedKv.gather`, then `kernels.attention`) copies every row's whole
 span out of the cache and reads the copy again: on the H200 at n = 64 that copy and its read took
 1.1 ms of the 1.8 ms a step kept the device busy. This kernel walks each row's block table and
-reads each block once, up to the row's own length, `TILE_TOKENS` positions (several blocks) per
-step of its loop, with an online softmax in float32 (one program per row and head). Its loads are
+reads each block once, up to the row's own length, `TILE_TOKENS` positions per step of its loop,
+with an online softmax in float32 (one program per row and head). Its loads are
 masked at the row's length: nothing at or past it is read, whatever it holds.
 
 It is another kernel, so its bits are not the gather path's: it serves fast numerics only, where
@@ -22,10 +22,12 @@ import torch
 
 from reference.model.paged_kv import PagedKv, RowMeta
 
-# Positions a program reads per step of its loop (whole cache blocks, a power of two). Each step's loads
-# are independent, so wider tiles keep more of them in flight: with one 16-position block per step
-# the kernel was latency-bound, 0.62 ms of a 1.36 ms step on the H200 at n = 64 (4 calls).
-TILE_TOKENS = 64
+# Positions a program reads per step of its loop (a power of two; at least one cache block). Measured
+# on the H200 at 64 rows of 512 positions, 16 heads of 128 in bf16 (`scripts/paged_tiles.py`): one
+# 16-position block per step with 4 warps took 183 us a call (1.47 TB/s); 32 positions 209 us, 64
+# positions 254 us, 128 positions 553 us, and 8 warps were slower at every width but 128: wider
+# tiles spill registers. So a step reads one block.
+TILE_TOKENS = 16
 
 
 @functools.cache
@@ -88,13 +90,13 @@ def paged_attention(
     """Each row's query over its own positions < lengths[m] of the paged cache: q [M, Hh, D],
     k/v [blocks, block_size, Hh, D] (one layer, contiguous), tables [M, span] int64 covering each
     row's length, lengths [M] int64 >= 1 -> [M, Hh, D] in q's dtype. `tile` (a power of two) and
-    `warps` (default: 8 for a head of 128 or more, else 4) tune the kernel, not its result's meaning."""
+    `warps` (default 4) tune the kernel, not what it computes."""
     m, heads, dim = q.shape
     if k.shape[2:] != (heads, dim) or not (k.is_contiguous() and v.is_contiguous()):
         raise ValueError(f"paged_attention: cache {tuple(k.shape)} does not hold {heads} heads of {dim}")
     out = torch.empty_like(q)
     block = k.shape[1]
-    warps = warps or (8 if dim >= 128 else 4)
+    warps = warps or 4
     _kernel()[(m, heads)](
         q.contiguous(), k, v, tables, lengths, out, tables.stride(0), 1.0 / math.sqrt(dim),
         HEADS=heads, DIM=dim, BLOCK=block, TILE=max(block, tile), num_warps=warps,
