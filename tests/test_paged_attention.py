@@ -124,3 +124,14 @@ def test_the_step_reads_the_cache_in_place_in_fast_numerics_on_a_gpu() -> None:
     assert model.attention_read() is paged_read
     assert VectorMtpModel.from_model(BatchedMtpModel(cfg), paged=False).attention_read() is None
     assert VectorMtpModel.from_model(BatchedMtpModel(replace(cfg, numerics="exact"))).attention_read() is None
+
+
+def test_the_gathered_entry_point_is_the_step_without_the_kernel() -> None:
+    """`batched.vector_step_gathered` hands the suite a `VectorMtpModel` that never takes the paged
+    kernel, with the fully batched step's call contract."""
+    from batched import vector_step_gathered as gathered
+    from properties.impl import per_row_fast_greedy_calls, prepare_model
+
+    model = prepare_model(gathered.step_mtp_bootstrap_vectorized_gathered, base_model("float32").clone())
+    assert isinstance(model, VectorMtpModel) and model.paged is False
+    assert not per_row_fast_greedy_calls("batched.vector_step_gathered:step_mtp_bootstrap_vectorized_gathered")
