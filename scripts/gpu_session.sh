@@ -37,19 +37,17 @@
 #                                   paged kernel and with gathered attention, in fast bf16 and fast float32, the
 #                                   host time of the step's pieces (scripts/step_timers.py), its profile at n = 64,
 #                                   and the three-way benchmarks at n = 64
-#   scripts/gpu_session.sh fold     the GPU tests of the static passes, then the host time of the fully batched
-#                                   step's pieces, its profile (with the device's kernels) and its benchmarks at n = 64
 #   scripts/gpu_session.sh final    the paged kernel's time per tile width, the GPU tests of the kernel, the static
 #                                   passes and the graphed sampler, the near-ties P1 and P3 force against the fully
-#                                   batched step (its paged kernel in fast bf16 and float32), its
-#                                   profile at n = 64 and the three-way benchmarks at n = 64
+#                                   batched step (its paged kernel in fast bf16 and float32), and at n = 64 the
+#                                   host time of its pieces, its profile and the three-way benchmarks
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|fold|final}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -88,6 +86,22 @@ vector_p1p4() {  # total seconds of the part: P1 and P4 against the fully batche
   MTP_VERIFY_DTYPE=float32 run p1p4-vector-paged-f32 $((half + 10)) $py -m nightly \
     --minutes "$(python3 -c "print(max($half, 30) / 60)")" --device "$dev" --numerics fast \
     --impl batched.vector_step:step_mtp_bootstrap_vectorized --out "$res/nightly-vector-paged-f32" --pack --tests $tests
+}
+
+nearties() {  # module:function in batched, dtype, seconds: the near-ties P1 and P3 force against that step
+  local name="nearties-${1%%:*}-$2"
+  MTP_VERIFY_SUMMARY_JSON="$res/$name.json" run "$name" "$3" $py -m pytest -q -p no:cacheprovider \
+    -p properties.summary_plugin properties/test_p1_equivalence.py properties/test_p3_calls.py \
+    --device "$dev" --numerics fast --dtype "$2" --max-n 16 --impl "batched.$1"
+}
+
+step_figures() {  # mix, seconds for the benchmark: the fully batched step at n = 64, its pieces' host time,
+  # its profile (the device's kernels included) and the three-way benchmark
+  run "timers-$1" 60 $py scripts/step_timers.py --device "$dev" --mix "$1" --n 64 --out "$res/timers-$1.json"
+  run "step-vector-$1" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$1" --n 64 \
+    --steps 30 --rows 40 --out "$res/step-vector-$1.json"
+  run "bench-$1" "$2" $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+    --bench-mix "$1" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$1-64.json"
 }
 
 if [ "$part" = verify ]; then
@@ -162,48 +176,15 @@ elif [ "$part" = host ]; then
       tests/test_paged_attention.py tests/test_batch_sampling.py -m gpu
   done
   for variant in vector_step:step_mtp_bootstrap_vectorized vector_step_gathered:step_mtp_bootstrap_vectorized_gathered; do
-    for dtype in bfloat16 float32; do
-      name="nearties-${variant%%:*}-$dtype"
-      MTP_VERIFY_SUMMARY_JSON="$res/$name.json" run "$name" 70 $py -m pytest -q -p no:cacheprovider \
-        -p properties.summary_plugin properties/test_p1_equivalence.py properties/test_p3_calls.py \
-        --device "$dev" --numerics fast --dtype "$dtype" --max-n 16 --impl "batched.$variant"
-    done
+    for dtype in bfloat16 float32; do nearties "$variant" "$dtype" 70; done
   done
-  for mix in greedy mixed; do
-    run "timers-$mix" 60 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
-    run "step-vector-$mix" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
-      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
-    run "bench-$mix" 70 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
-      --bench-mix "$mix" --bench-sizes 64 --bench-budget 1.0 --benchmark-json "$res/bench-$mix-64.json"
-  done
+  for mix in greedy mixed; do step_figures "$mix" 70; done
 elif [ "$part" = final ]; then
   run paged-tiles 30 $py scripts/paged_tiles.py --out "$res/paged-tiles.json"
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py tests/test_static_passes.py \
     tests/test_batch_sampling.py -m gpu
-  for case in vector_step:bfloat16 vector_step:float32; do
-    variant=${case%:*} dtype=${case#*:}
-    fn=step_mtp_bootstrap_vectorized; [ "$variant" = vector_step_gathered ] && fn=${fn}_gathered
-    MTP_VERIFY_SUMMARY_JSON="$res/nearties-$variant-$dtype.json" run "nearties-$variant-$dtype" 40 $py -m pytest -q \
-      -p no:cacheprovider -p properties.summary_plugin properties/test_p1_equivalence.py properties/test_p3_calls.py \
-      --device "$dev" --numerics fast --dtype "$dtype" --max-n 16 --impl "batched.$variant:$fn"
-  done
-  for mix in greedy mixed; do
-    run "step-vector-$mix" 40 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
-      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
-  done
-  for mix in greedy mixed; do
-    run "bench-$mix" 80 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
-      --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
-  done
-elif [ "$part" = fold ]; then
-  run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_batch_sampling.py -m gpu
-  for mix in greedy mixed; do
-    run "timers-$mix" 60 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
-    run "step-vector-$mix" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
-      --steps 30 --rows 60 --out "$res/step-vector-$mix.json"
-    run "bench-$mix" 70 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
-      --bench-mix "$mix" --bench-sizes 64 --bench-budget 1.0 --benchmark-json "$res/bench-$mix-64.json"
-  done
+  for dtype in bfloat16 float32; do nearties vector_step:step_mtp_bootstrap_vectorized "$dtype" 40; done
+  for mix in greedy mixed; do step_figures "$mix" 80; done
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
