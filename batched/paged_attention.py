@@ -2,10 +2,13 @@
 
 The gather-then-attend path (`PagedKv.gather`, then `kernels.attention`) copies every row's whole
 span out of the cache and reads the copy again: on the H200 at n = 64 that copy and its read took
-1.1 ms of the 1.8 ms a step kept the device busy. This kernel walks each row's block table and
-reads each block once, up to the row's own length, `TILE_TOKENS` positions per step of its loop,
-with an online softmax in float32 (one program per row and head). Its loads are
-masked at the row's length: nothing at or past it is read, whatever it holds.
+1.1 ms of the 1.8 ms a step kept the device busy. This kernel walks
+each row's block table and reads each block once, up to the row's own length, `TILE_TOKENS` positions
+per step of its loop, with an online softmax in float32. Each row and head is split into chunks of
+its span (`split_count`: enough programs to keep the device busy at any batch size), one program
+each, and a second small kernel rescales the chunks' partial results to their common maximum and
+sums them (split-sequence or "flash-decoding" attention). Its loads are masked at the row's
+length: nothing at or past it is read, whatever it holds.
 
 It is another kernel, so its bits are not the gather path's: it serves fast numerics only, where
 the replay oracle judges rounding. `paged_read` is the `RowMeta.read` that plugs it into a pass;
@@ -28,19 +31,28 @@ from reference.model.paged_kv import PagedKv, RowMeta
 # positions 254 us, 128 positions 553 us, and 8 warps were slower at every width but 128: wider
 # tiles spill registers. So a step reads one block.
 TILE_TOKENS = 16
+# Programs a call aims for (each row and head split into chunks of its span until there are this
+# many): one program per row and head leaves each program a long dependent chain of loads, and at
+# small batches most of the device idle.
+TARGET_PROGRAMS = 4096
 
 
 @functools.cache
-def _kernel() -> Any:
-    """The Triton kernel, compiled on first use (Triton is imported only where it runs)."""
+def _kernels() -> tuple[Any, Any]:
+    """The Triton kernels, compiled on first use (Triton is imported only where it runs)."""
     import triton
     import triton.language as tl
 
-    @triton.jit(do_not_specialize=["tables", "lengths", "stride", "q", "out", "k", "v"])
-    def paged_decode(q, k, v, tables, lengths, out, stride, scale,
-                     HEADS: tl.constexpr, DIM: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr):  # fmt: skip
+    @triton.jit(do_not_specialize=["tables", "lengths", "stride", "chunk", "q", "out", "k", "v", "part"])
+    def paged_decode(q, k, v, tables, lengths, out, part, stride, scale, chunk,
+                     HEADS: tl.constexpr, DIM: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
+                     SPLITS: tl.constexpr):  # fmt: skip
+        # One program: one row, one head, positions [split * chunk, (split + 1) * chunk) of the row's
+        # length (chunk a multiple of TILE). SPLITS == 1 writes the output; else the unnormalised
+        # accumulator and (max, sum) to `part` [rows, HEADS, SPLITS, DIM + 2] for `combine_splits`.
         row = tl.program_id(0)
         head = tl.program_id(1)
+        split = tl.program_id(2)
         length = tl.load(lengths + row)
         d = tl.arange(0, DIM)
         t = tl.arange(0, TILE)  # a tile spans TILE // BLOCK cache blocks
@@ -48,8 +60,10 @@ def _kernel() -> Any:
         acc = tl.zeros([DIM], dtype=tl.float32)
         m_i = tl.full([], -float("inf"), tl.float32)
         l_i = tl.full([], 0.0, tl.float32)
-        for j in range(0, tl.cdiv(length, TILE)):
-            pos = j * TILE + t  # [TILE]
+        start = split * chunk
+        stop = tl.minimum(start + chunk, length)
+        for j in range(start, stop, TILE):
+            pos = j + t  # [TILE]
             valid = pos < length
             block = tl.load(tables + row * stride + pos // BLOCK, mask=valid, other=0)  # [TILE]
             at = ((block * BLOCK + pos % BLOCK)[:, None] * HEADS + head) * DIM + d[None, :]  # [TILE, DIM]
@@ -62,9 +76,31 @@ def _kernel() -> Any:
             acc = acc * alpha + tl.sum(p[:, None] * vb, axis=0)
             l_i = l_i * alpha + tl.sum(p, axis=0)
             m_i = m_new
-        tl.store(out + (row * HEADS + head) * DIM + d, (acc / l_i).to(out.dtype.element_ty))
+        if SPLITS == 1:
+            tl.store(out + (row * HEADS + head) * DIM + d, (acc / l_i).to(out.dtype.element_ty))
+        else:  # an empty chunk (past the row's length) leaves max -inf, sum 0, accumulator 0
+            base = part + ((row * HEADS + head) * SPLITS + split) * (DIM + 2)
+            tl.store(base + d, acc)
+            tl.store(base + DIM, m_i)
+            tl.store(base + DIM + 1, l_i)
 
-    return paged_decode
+    @triton.jit(do_not_specialize=["part", "out"])
+    def combine_splits(part, out, HEADS: tl.constexpr, DIM: tl.constexpr, SPLITS: tl.constexpr):
+        # One program per row and head: the chunks' accumulators rescaled to their common maximum.
+        # Chunk 0 always holds position 0, so that maximum is finite.
+        row = tl.program_id(0)
+        head = tl.program_id(1)
+        sp = tl.arange(0, SPLITS)
+        d = tl.arange(0, DIM)
+        base = part + ((row * HEADS + head) * SPLITS + sp) * (DIM + 2)  # [SPLITS]
+        m = tl.load(base + DIM)
+        l_s = tl.load(base + DIM + 1)
+        w = tl.exp(m - tl.max(m, axis=0))  # [SPLITS]: 0 for an empty chunk
+        acc = tl.load(base[:, None] + d[None, :])  # [SPLITS, DIM]
+        o = tl.sum(w[:, None] * acc, axis=0) / tl.sum(w * l_s, axis=0)
+        tl.store(out + (row * HEADS + head) * DIM + d, o.to(out.dtype.element_ty))
+
+    return paged_decode, combine_splits
 
 
 def available(device: torch.device) -> bool:
@@ -78,6 +114,15 @@ def available(device: torch.device) -> bool:
     return True
 
 
+def split_count(rows: int, heads: int, positions: int, tile: int) -> int:
+    """Chunks per row and head: the least power of two that brings the call to `TARGET_PROGRAMS`
+    programs, with at least two tiles a chunk (one tile when `positions` holds only one)."""
+    splits = 1
+    while rows * heads * splits < TARGET_PROGRAMS and positions >= 4 * tile * splits:
+        splits *= 2
+    return splits
+
+
 def paged_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -86,21 +131,32 @@ def paged_attention(
     lengths: torch.Tensor,
     tile: int = TILE_TOKENS,
     warps: int | None = None,
+    splits: int | None = None,
 ) -> torch.Tensor:
     """Each row's query over its own positions < lengths[m] of the paged cache: q [M, Hh, D],
     k/v [blocks, block_size, Hh, D] (one layer, contiguous), tables [M, span] int64 covering each
-    row's length, lengths [M] int64 >= 1 -> [M, Hh, D] in q's dtype. `tile` (a power of two) and
-    `warps` (default 4) tune the kernel, not what it computes."""
+    row's length, lengths [M] int64 >= 1 -> [M, Hh, D] in q's dtype. `tile` (a power of two),
+    `warps` (default 4) and `splits` (chunks of each row's span, a power of two; default
+    `split_count`) tune the kernel, not what it computes."""
     m, heads, dim = q.shape
     if k.shape[2:] != (heads, dim) or not (k.is_contiguous() and v.is_contiguous()):
         raise ValueError(f"paged_attention: cache {tuple(k.shape)} does not hold {heads} heads of {dim}")
-    out = torch.empty_like(q)
     block = k.shape[1]
-    warps = warps or 4
-    _kernel()[(m, heads)](
-        q.contiguous(), k, v, tables, lengths, out, tables.stride(0), 1.0 / math.sqrt(dim),
-        HEADS=heads, DIM=dim, BLOCK=block, TILE=max(block, tile), num_warps=warps,
+    tile = max(block, tile)
+    positions = tables.shape[1] * block
+    splits = splits or split_count(m, heads, positions, tile)
+    if splits & (splits - 1):
+        raise ValueError(f"paged_attention: splits {splits} is not a power of two")
+    chunk = -(-positions // (splits * tile)) * tile  # whole tiles
+    out = torch.empty_like(q)
+    part = torch.empty(m, heads, splits, dim + 2, dtype=torch.float32, device=q.device) if splits > 1 else out
+    decode, combine = _kernels()
+    decode[(m, heads, splits)](
+        q.contiguous(), k, v, tables, lengths, out, part, tables.stride(0), 1.0 / math.sqrt(dim), chunk,
+        HEADS=heads, DIM=dim, BLOCK=block, TILE=tile, SPLITS=splits, num_warps=warps or 4,
     )  # fmt: skip
+    if splits > 1:
+        combine[(m, heads)](part, out, HEADS=heads, DIM=dim, SPLITS=splits, num_warps=1)
     return out
 
 

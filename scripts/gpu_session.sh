@@ -41,13 +41,17 @@
 #                                   passes and the graphed sampler, the near-ties P1 and P3 force against the fully
 #                                   batched step (its paged kernel in fast bf16 and float32), and at n = 64 the
 #                                   host time of its pieces, its profile and the three-way benchmarks
+#   scripts/gpu_session.sh split    the paged kernel's time per tile, warp count and chunks per row at 8, 64 and 256
+#                                   rows, the GPU tests of the kernel, the static passes and the graphed sampler, the
+#                                   near-ties P1 and P3 force against the fully batched step (paged kernel, fast
+#                                   float32), and at n = 64 the host time of its pieces, its profile and the benchmark
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|split}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -185,6 +189,12 @@ elif [ "$part" = final ]; then
     tests/test_batch_sampling.py -m gpu
   for dtype in bfloat16 float32; do nearties vector_step:step_mtp_bootstrap_vectorized "$dtype" 40; done
   for mix in greedy mixed; do step_figures "$mix" 80; done
+elif [ "$part" = split ]; then
+  run paged-tiles 120 $py scripts/paged_tiles.py --out "$res/paged-tiles.json"
+  run gpu-tests 100 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py tests/test_static_passes.py \
+    tests/test_batch_sampling.py -m gpu
+  nearties vector_step:step_mtp_bootstrap_vectorized float32 50
+  for mix in greedy mixed; do step_figures "$mix" 60; done
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu

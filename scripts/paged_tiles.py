@@ -1,5 +1,6 @@
-"""The paged decode kernel's time per call for each tile width and warp count, at the benchmark's
-shape by default (64 rows, 16 heads of 128, blocks of 16, 512 positions per row, bf16), from CUDA
+"""The paged decode kernel's time per call for each tile width, warp count and number of chunks per
+row (`splits`; "auto": `split_count`), for 8, 64 and 256 rows of the benchmark's shape (16 heads of
+128, blocks of 16, 512 positions per row, bf16), from CUDA
 events over repeated calls. Prints a table and writes it as JSON.
 
     python scripts/paged_tiles.py --out tiles.json
@@ -12,12 +13,12 @@ import json
 
 import torch
 
-from batched.paged_attention import paged_attention
+from batched.paged_attention import paged_attention, split_count
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", type=int, default=64)
+    p.add_argument("--rows", type=int, nargs="+", default=[8, 64, 256])
     p.add_argument("--heads", type=int, default=16)
     p.add_argument("--dim", type=int, default=128)
     p.add_argument("--block", type=int, default=16)
@@ -26,30 +27,37 @@ def main() -> None:
     p.add_argument("--out", default="")
     a = p.parse_args()
     dev, dt = torch.device("cuda"), torch.bfloat16
-    span = -(-a.length // a.block)
-    blocks = a.rows * span
-    k = torch.randn(blocks + 1, a.block, a.heads, a.dim, device=dev, dtype=dt)
-    v = torch.randn_like(k)
-    q = torch.randn(a.rows, a.heads, a.dim, device=dev, dtype=dt)
-    tables = torch.randperm(blocks, device=dev).view(a.rows, span)
-    lengths = torch.full((a.rows,), a.length, device=dev, dtype=torch.long)
-    nbytes = 2 * a.rows * a.length * a.heads * a.dim * k.element_size()  # keys and values read once
     rows = []
-    for tile in (16, 32, 64, 128, 256):
-        for warps in (4, 8):
-            if tile < a.block:
-                continue
-            for _ in range(5):
-                paged_attention(q, k, v, tables, lengths, tile, warps)
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(a.calls):
-                paged_attention(q, k, v, tables, lengths, tile, warps)
-            end.record()
-            torch.cuda.synchronize()
-            us = 1e3 * start.elapsed_time(end) / a.calls
-            rows.append({"tile": tile, "warps": warps, "us_per_call": us, "GBps": nbytes / us / 1e3})
-            print(f"tile {tile:4d} warps {warps}: {us:8.1f} us per call, {nbytes / us / 1e3:7.0f} GB/s")
+    for n in a.rows:
+        span = -(-a.length // a.block)
+        blocks = n * span
+        k = torch.randn(blocks + 1, a.block, a.heads, a.dim, device=dev, dtype=dt)
+        v = torch.randn_like(k)
+        q = torch.randn(n, a.heads, a.dim, device=dev, dtype=dt)
+        tables = torch.randperm(blocks, device=dev).view(n, span)
+        lengths = torch.full((n,), a.length, device=dev, dtype=torch.long)
+        nbytes = 2 * n * a.length * a.heads * a.dim * k.element_size()  # keys and values read once
+        auto = split_count(n, a.heads, span * a.block, max(a.block, 16))
+        for tile in (16, 32, 64):
+            for warps in (2, 4, 8):
+                for splits in (1, 2, 4, 8, 16, 0):
+                    if tile < a.block or (tile > 16 and splits not in (0, 1)):
+                        continue
+                    args = (q, k, v, tables, lengths, tile, warps, splits or None)
+                    for _ in range(5):
+                        paged_attention(*args)
+                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    for _ in range(a.calls):
+                        paged_attention(*args)
+                    end.record()
+                    torch.cuda.synchronize()
+                    us = 1e3 * start.elapsed_time(end) / a.calls
+                    label = f"auto ({auto})" if not splits else str(splits)
+                    rows.append({"rows": n, "tile": tile, "warps": warps, "splits": label, "us_per_call": us,
+                                 "GBps": nbytes / us / 1e3})  # fmt: skip
+                    print(f"rows {n:4d} tile {tile:3d} warps {warps} splits {label:>8}: {us:8.1f} us per call, "
+                          f"{nbytes / us / 1e3:7.0f} GB/s")  # fmt: skip
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"config": vars(a), "rows": rows}, f, indent=1)

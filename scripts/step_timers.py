@@ -26,7 +26,7 @@ import batched.padded_passes as padded_passes
 import batched.vector_model as vector_model
 import batched.vector_sample as vector_sample
 import batched.vector_step as vector_step
-from batched.static_passes import PassCache, StaticPass
+from batched.static_passes import HostCopy, PassCache, Staging, StaticPass
 from batched.vector_model import VectorMtpModel
 from benchmarks.settings import MIXES, resolve
 from benchmarks.worlds import build_bench_world, sync
@@ -48,6 +48,9 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (vector_step, "checkpoint_rows"),
     (padded_passes, "row_sections"),
     (StaticPass, "load"),
+    (Staging, "copy_to"),
+    (HostCopy, "of"),
+    (HostCopy, "values"),
     (PassCache, "run"),
 )
 

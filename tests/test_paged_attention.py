@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batched.paged_attention import available, paged_attention
+from batched.paged_attention import available, paged_attention, split_count
 from batched.vector_model import VectorMtpModel
 from tests.test_batched_model_equiv import base_model
 
@@ -68,21 +68,42 @@ def poison_past_lengths(k: torch.Tensor, v: torch.Tensor, tables: torch.Tensor, 
 
 def interpreted_cases() -> None:
     """The kernel run by Triton's interpreter on the CPU (TRITON_INTERPRET=1 set before Triton is
-    imported) over cases of every tile shape, against float64 attention."""
-    for seed, (rows, heads, dim, block, tile) in enumerate(
-        [(1, 1, 16, 8, 8), (3, 2, 16, 4, 64), (5, 4, 32, 16, 64), (7, 1, 16, 8, 16), (4, 2, 32, 4, 128)]
+    imported) over cases of every tile shape and of one to eight chunks per row (rows shorter than a
+    chunk leave later chunks empty), against float64 attention."""
+    for seed, (rows, heads, dim, block, tile, splits) in enumerate(
+        [
+            (1, 1, 16, 8, 8, 1),
+            (3, 2, 16, 4, 64, 1),
+            (5, 4, 32, 16, 64, 1),
+            (7, 1, 16, 8, 16, 1),
+            (4, 2, 32, 4, 128, 1),
+            (6, 2, 16, 8, 8, 2),
+            (5, 1, 16, 4, 8, 4),
+            (9, 2, 16, 8, 16, 8),
+            (3, 1, 32, 4, 16, None),
+        ]
     ):
         q, k, v, tables, lengths = poisoned_case(rows, heads, dim, block, seed)
         want = float64_attention(q, k, v, tables, lengths)
         poison_past_lengths(k, v, tables, lengths)
-        got = paged_attention(q, k, v, tables, lengths, tile=tile)
+        got = paged_attention(q, k, v, tables, lengths, tile=tile, splits=splits)
         assert bool(torch.isfinite(got).all()), f"case {seed}: a poisoned position reached the output"
         torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5, msg=f"case {seed}")
 
 
+def test_split_count_fills_the_device_and_keeps_chunks_whole() -> None:
+    assert split_count(64, 16, 512, 16) == 4  # the benchmark's decode: 4096 programs
+    assert split_count(1, 16, 512, 16) == 16  # capped: at least two tiles a chunk
+    assert split_count(256, 16, 4096, 16) == 1
+    assert split_count(8, 1, 16, 16) == 1
+    for rows, heads, positions, tile in [(3, 2, 100, 16), (1, 1, 4096, 8), (40, 16, 256, 16)]:
+        s = split_count(rows, heads, positions, tile)
+        assert s & (s - 1) == 0 and (s == 1 or positions >= 2 * tile * s)
+
+
 def test_the_kernel_in_the_triton_interpreter_on_the_cpu() -> None:
     """CI has no GPU: the kernel's logic (tiles over several blocks, masks at each row's length, the
-    online softmax) still runs, interpreted, in a fresh process."""
+    online softmax, chunks and their combination) still runs, interpreted, in a fresh process."""
     pytest.importorskip("triton")
     env = {**os.environ, "TRITON_INTERPRET": "1"}
     code = "from tests.test_paged_attention import interpreted_cases; interpreted_cases()"
@@ -99,14 +120,17 @@ def test_the_kernel_in_the_triton_interpreter_on_the_cpu() -> None:
     dim=st.sampled_from([16, 64, 128]),
     block=st.sampled_from([8, 16]),
     dtype=st.sampled_from([torch.bfloat16, torch.float32]),
+    splits=st.sampled_from([None, 1, 2, 4, 16]),
     seed=st.integers(0, 2**31 - 1),
 )
-def test_paged_attention_equals_attention_over_the_rows_own_positions(rows, heads, dim, block, dtype, seed) -> None:
+def test_paged_attention_equals_attention_over_the_rows_own_positions(
+    rows, heads, dim, block, dtype, splits, seed
+) -> None:
     q, k, v, tables, lengths = poisoned_case(rows, heads, dim, block, seed)
     want = float64_attention(q.to(dtype), k.to(dtype), v.to(dtype), tables, lengths)
     poison_past_lengths(k, v, tables, lengths)
     dev = torch.device("cuda")
-    got = paged_attention(*(t.to(dev, dtype) for t in (q, k, v)), tables.to(dev), lengths.to(dev))
+    got = paged_attention(*(t.to(dev, dtype) for t in (q, k, v)), tables.to(dev), lengths.to(dev), splits=splits)
     assert got.dtype == dtype and bool(torch.isfinite(got).all())
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     torch.testing.assert_close(got.double().cpu(), want, atol=tol, rtol=tol)
