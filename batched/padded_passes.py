@@ -19,7 +19,7 @@ from reference.errors import ModelError
 from reference.model.drafter import draft_span_blocks, drafter_rows
 from reference.model.kernels import argmax_rows, softmax_confidence
 from reference.model.model import TinyMtpModel
-from reference.model.paged_kv import PagedKv, RowMeta, padded_table, row_sections
+from reference.model.paged_kv import PagedKv, RowMeta, flat_tables, row_sections
 from reference.state import SequenceState
 
 Read = Callable[[torch.Tensor, PagedKv, int, RowMeta], torch.Tensor]
@@ -101,7 +101,7 @@ def propose_padded(
         padded(list(range(n)), rows),  # KV source row: padding rows write row 0's
         *[[t[(p + i) // bs] for p, t in zip(pos, tabs, strict=True)] for i in range(k)],
         *[[(p + i) % bs for p in pos] for i in range(k)],
-        [b for t in tabs for b in padded_table(t, span)],
+        flat_tables(tabs, span),
     ]
     stash = model.stash
     assert stash is not None  # the checks ran

@@ -45,13 +45,16 @@
 #                                   rows, the GPU tests of the kernel, the static passes and the graphed sampler, the
 #                                   near-ties P1 and P3 force against the fully batched step (paged kernel, fast
 #                                   float32), and at n = 64 the host time of its pieces, its profile and the benchmark
+#   scripts/gpu_session.sh closing  the fully batched step's benchmarks against the loop and the literal step for
+#                                   n = 1..256 (scripts/gpu_bench_vector.sh), then P1 and P4 against it for the rest
+#                                   of GRAPHS_S seconds (vector_p1p4)
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|split}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|split|closing}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -195,6 +198,9 @@ elif [ "$part" = split ]; then
     tests/test_batch_sampling.py -m gpu
   nearties vector_step:step_mtp_bootstrap_vectorized float32 50
   for mix in greedy mixed; do step_figures "$mix" 60; done
+elif [ "$part" = closing ]; then
+  OUT="$res/vector" run vector-bench 320 bash scripts/gpu_bench_vector.sh
+  vector_p1p4 "${GRAPHS_S:-560}"
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu

@@ -137,6 +137,16 @@ def padded_table(table: Sequence[int], width: int) -> list[int]:
     return list(table[:width]) + [0] * max(0, width - len(table))
 
 
+def flat_tables(tables: Sequence[Sequence[int]], width: int) -> list[int]:
+    """Every table through `padded_table(table, width)`, laid end to end: [len(tables) * width]."""
+    flat: list[int] = []
+    zeros = [0] * width
+    for t in tables:  # list extends, not a comprehension over every entry: a quarter of the time
+        flat += t[:width]
+        flat += zeros[: max(0, width - len(t))]
+    return flat
+
+
 def row_sections(
     positions: Sequence[int], tables: Sequence[Sequence[int]], span_blocks: int, block_size: int
 ) -> list[list[int]]:
@@ -146,7 +156,7 @@ def row_sections(
         [t[p // block_size] for p, t in zip(positions, tables, strict=True)],
         [p % block_size for p in positions],
         [p + 1 for p in positions],
-        [b for t in tables for b in padded_table(t, span_blocks)],
+        flat_tables(tables, span_blocks),
     ]
 
 
