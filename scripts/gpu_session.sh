@@ -41,7 +41,7 @@
 #                                   passes and the graphed sampler, the near-ties P1 and P3 force against the fully
 #                                   batched step (its paged kernel in fast bf16 and float32), and at n = 64 the
 #                                   host time of its pieces, its profile and the three-way benchmarks
-#   scripts/gpu_session.sh split    the paged kernel's time per tile, warp count and chunks per row at 8, 64 and 256
+#   scripts/gpu_session.sh kernel   the paged kernel's time per tile, warp count and chunks per row at 8, 64 and 256
 #                                   rows, the GPU tests of the kernel, the static passes and the graphed sampler, the
 #                                   near-ties P1 and P3 force against the fully batched step (paged kernel, fast
 #                                   float32), and at n = 64 the host time of its pieces, its profile and the benchmark
@@ -54,7 +54,7 @@
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|split|closing}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -192,7 +192,7 @@ elif [ "$part" = final ]; then
     tests/test_batch_sampling.py -m gpu
   for dtype in bfloat16 float32; do nearties vector_step:step_mtp_bootstrap_vectorized "$dtype" 40; done
   for mix in greedy mixed; do step_figures "$mix" 80; done
-elif [ "$part" = split ]; then
+elif [ "$part" = kernel ]; then
   run paged-tiles 120 $py scripts/paged_tiles.py --out "$res/paged-tiles.json"
   run gpu-tests 100 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py tests/test_static_passes.py \
     tests/test_batch_sampling.py -m gpu
