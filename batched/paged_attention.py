@@ -25,12 +25,14 @@ import torch
 
 from reference.model.paged_kv import PagedKv, RowMeta
 
-# Positions a program reads per step of its loop (a power of two; at least one cache block). Measured
-# on the H200 at 64 rows of 512 positions, 16 heads of 128 in bf16 (`scripts/paged_tiles.py`): one
-# 16-position block per step with 4 warps took 183 us a call (1.47 TB/s); 32 positions 209 us, 64
-# positions 254 us, 128 positions 553 us, and 8 warps were slower at every width but 128: wider
-# tiles spill registers. So a step reads one block.
+# Positions a program reads per step of its loop (a power of two; at least one cache block), and the
+# warps of a program. Measured on the H200 at 64 rows of 512 positions, 16 heads of 128 in bf16
+# (`scripts/paged_tiles.py`): one 16-position block per step with 4 warps took 183 us a call; 32
+# positions 209 us, 64 positions 254 us, 128 positions 553 us (wider tiles spill registers). With
+# the rows split into chunks, 2 warps took 150-155 us against 205 us with 4 (557 against 771 us at
+# 256 rows; `docs/gpu/paged-tiles-split-h200.json`). So a step reads one block, with 2 warps.
 TILE_TOKENS = 16
+WARPS = 2
 # Programs a call aims for (each row and head split into chunks of its span until there are this
 # many): one program per row and head leaves each program a long dependent chain of loads, and at
 # small batches most of the device idle.
@@ -136,7 +138,7 @@ def paged_attention(
     """Each row's query over its own positions < lengths[m] of the paged cache: q [M, Hh, D],
     k/v [blocks, block_size, Hh, D] (one layer, contiguous), tables [M, span] int64 covering each
     row's length, lengths [M] int64 >= 1 -> [M, Hh, D] in q's dtype. `tile` (a power of two),
-    `warps` (default 4) and `splits` (chunks of each row's span, a power of two; default
+    `warps` (default `WARPS`) and `splits` (chunks of each row's span, a power of two; default
     `split_count`) tune the kernel, not what it computes."""
     m, heads, dim = q.shape
     if k.shape[2:] != (heads, dim) or not (k.is_contiguous() and v.is_contiguous()):
@@ -153,7 +155,7 @@ def paged_attention(
     decode, combine = _kernels()
     decode[(m, heads, splits)](
         q.contiguous(), k, v, tables, lengths, out, part, tables.stride(0), 1.0 / math.sqrt(dim), chunk,
-        HEADS=heads, DIM=dim, BLOCK=block, TILE=tile, SPLITS=splits, num_warps=warps or 4,
+        HEADS=heads, DIM=dim, BLOCK=block, TILE=tile, SPLITS=splits, num_warps=warps or WARPS,
     )  # fmt: skip
     if splits > 1:
         combine[(m, heads)](part, out, HEADS=heads, DIM=dim, SPLITS=splits, num_warps=1)

@@ -52,6 +52,8 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (HostCopy, "of"),
     (HostCopy, "values"),
     (PassCache, "run"),
+    (torch.cuda.Event, "synchronize"),
+    (torch.cuda.Event, "record"),
 )
 
 
