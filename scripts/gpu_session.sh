@@ -46,7 +46,8 @@
 #                                   near-ties P1 and P3 force against the fully batched step (paged kernel, fast
 #                                   float32), and at n = 64 the host time of its pieces, its profile and the benchmark
 #   scripts/gpu_session.sh closing  the fully batched step's benchmarks against the loop and the literal step for
-#                                   n = 1..256 (scripts/gpu_bench_vector.sh) after its pieces' host time at n = 64,
+#                                   n = 1..256 (scripts/gpu_bench_vector.sh) after the paged kernel's GPU tests and the
+#                                   step's pieces' host time at n = 64,
 #                                   then P1 and P4 against it for the rest
 #                                   of GRAPHS_S seconds (vector_p1p4)
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
@@ -200,6 +201,7 @@ elif [ "$part" = kernel ]; then
   nearties vector_step:step_mtp_bootstrap_vectorized float32 50
   for mix in greedy mixed; do step_figures "$mix" 60; done
 elif [ "$part" = closing ]; then
+  run paged-test 60 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -m gpu
   for mix in greedy mixed; do
     run "timers-$mix" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
   done
