@@ -50,13 +50,15 @@
 #                                   step's pieces' host time at n = 64,
 #                                   then P1 and P4 against it for the rest
 #                                   of GRAPHS_S seconds (vector_p1p4)
+#   scripts/gpu_session.sh last     the hand-built mixes against the fully batched step in fast float32 (its paged
+#                                   kernel), the host time of a staged copy's parts, the three-way benchmark at n = 64
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -207,6 +209,14 @@ elif [ "$part" = closing ]; then
   done
   OUT="$res/vector" run vector-bench 320 bash scripts/gpu_bench_vector.sh
   vector_p1p4 "${GRAPHS_S:-560}"
+elif [ "$part" = last ]; then
+  run mixes-fast-f32 60 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
+    --device "$dev" --numerics fast --dtype float32
+  run staging 40 $py scripts/staging_copy.py --out "$res/staging.json"
+  for mix in greedy mixed; do
+    run "bench-$mix" 130 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+      --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
+  done
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
