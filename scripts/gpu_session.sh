@@ -52,13 +52,15 @@
 #                                   of GRAPHS_S seconds (vector_p1p4)
 #   scripts/gpu_session.sh last     the hand-built mixes against the fully batched step in fast float32 (its paged
 #                                   kernel), the host time of a staged copy's parts, the three-way benchmark at n = 64
+#   scripts/gpu_session.sh kprofile the fully batched step's profile at n = 64 (its kernels' device time), greedy and
+#                                   mixed, and the paged kernel's time per tile, warps and chunks at 64 rows
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -217,6 +219,12 @@ elif [ "$part" = last ]; then
     run "bench-$mix" 130 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
       --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
   done
+elif [ "$part" = kprofile ]; then
+  for mix in greedy mixed; do
+    run "step-vector-$mix" 60 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
+  done
+  run paged-tiles 60 $py scripts/paged_tiles.py --rows 64 --out "$res/paged-tiles-64.json"
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
