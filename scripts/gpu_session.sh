@@ -45,11 +45,9 @@
 #                                   rows, the GPU tests of the kernel, the static passes and the graphed sampler, the
 #                                   near-ties P1 and P3 force against the fully batched step (paged kernel, fast
 #                                   float32), and at n = 64 the host time of its pieces, its profile and the benchmark
-#   scripts/gpu_session.sh closing  the fully batched step's benchmarks against the loop and the literal step for
-#                                   n = 1..256 (scripts/gpu_bench_vector.sh) after the paged kernel's GPU tests and the
-#                                   step's pieces' host time at n = 64,
-#                                   then P1 and P4 against it for the rest
-#                                   of GRAPHS_S seconds (vector_p1p4)
+#   scripts/gpu_session.sh closing  the paged kernel's GPU tests, the step's pieces' host time at n = 64, then the fully
+#                                   batched step's benchmarks against the loop and the literal step for n = 1..256
+#                                   (scripts/gpu_bench_vector.sh; about eight minutes on a slow host)
 #   scripts/gpu_session.sh last     the hand-built mixes against the fully batched step in fast float32 (its paged
 #                                   kernel), the host time of a staged copy's parts, the three-way benchmark at n = 64
 #   scripts/gpu_session.sh kprofile the fully batched step's profile at n = 64 (its kernels' device time), greedy and
@@ -209,8 +207,7 @@ elif [ "$part" = closing ]; then
   for mix in greedy mixed; do
     run "timers-$mix" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
   done
-  OUT="$res/vector" run vector-bench 320 bash scripts/gpu_bench_vector.sh
-  vector_p1p4 "${GRAPHS_S:-560}"
+  OUT="$res/vector" run vector-bench $((590 - SECONDS)) bash scripts/gpu_bench_vector.sh
 elif [ "$part" = last ]; then
   run mixes-fast-f32 60 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32
