@@ -134,12 +134,14 @@ def paged_attention(
     tile: int = TILE_TOKENS,
     warps: int | None = None,
     splits: int | None = None,
+    stages: int | None = None,
 ) -> torch.Tensor:
     """Each row's query over its own positions < lengths[m] of the paged cache: q [M, Hh, D],
     k/v [blocks, block_size, Hh, D] (one layer, contiguous), tables [M, span] int64 covering each
     row's length, lengths [M] int64 >= 1 -> [M, Hh, D] in q's dtype. `tile` (a power of two),
-    `warps` (default `WARPS`) and `splits` (chunks of each row's span, a power of two; default
-    `split_count`) tune the kernel, not what it computes."""
+    `warps` (default `WARPS`), `splits` (chunks of each row's span, a power of two; default
+    `split_count`) and `stages` (Triton's software pipelining depth; default Triton's) tune the
+    kernel, not what it computes."""
     m, heads, dim = q.shape
     if k.shape[2:] != (heads, dim) or not (k.is_contiguous() and v.is_contiguous()):
         raise ValueError(f"paged_attention: cache {tuple(k.shape)} does not hold {heads} heads of {dim}")
@@ -153,9 +155,10 @@ def paged_attention(
     out = torch.empty_like(q)
     part = torch.empty(m, heads, splits, dim + 2, dtype=torch.float32, device=q.device) if splits > 1 else out
     decode, combine = _kernels()
+    tuning = {"num_warps": warps or WARPS} | ({"num_stages": stages} if stages else {})
     decode[(m, heads, splits)](
         q.contiguous(), k, v, tables, lengths, out, part, tables.stride(0), 1.0 / math.sqrt(dim), chunk,
-        HEADS=heads, DIM=dim, BLOCK=block, TILE=tile, SPLITS=splits, num_warps=warps or WARPS,
+        HEADS=heads, DIM=dim, BLOCK=block, TILE=tile, SPLITS=splits, **tuning,
     )  # fmt: skip
     if splits > 1:
         combine[(m, heads)](part, out, HEADS=heads, DIM=dim, SPLITS=splits, num_warps=1)

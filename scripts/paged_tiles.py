@@ -24,6 +24,7 @@ def main() -> None:
     p.add_argument("--block", type=int, default=16)
     p.add_argument("--length", type=int, default=512)
     p.add_argument("--calls", type=int, default=200)
+    p.add_argument("--stages", type=int, nargs="*", default=[], help="instead: pipelining depths at tile 16")
     p.add_argument("--out", default="")
     a = p.parse_args()
     dev, dt = torch.device("cuda"), torch.bfloat16
@@ -38,26 +39,26 @@ def main() -> None:
         lengths = torch.full((n,), a.length, device=dev, dtype=torch.long)
         nbytes = 2 * n * a.length * a.heads * a.dim * k.element_size()  # keys and values read once
         auto = split_count(n, a.heads, span * a.block, max(a.block, 16))
-        for tile in (16, 32, 64):
-            for warps in (2, 4, 8):
-                for splits in (1, 2, 4, 8, 16, 0):
-                    if tile < a.block or (tile > 16 and splits not in (0, 1)):
-                        continue
-                    args = (q, k, v, tables, lengths, tile, warps, splits or None)
-                    for _ in range(5):
-                        paged_attention(*args)
-                    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    start.record()
-                    for _ in range(a.calls):
-                        paged_attention(*args)
-                    end.record()
-                    torch.cuda.synchronize()
-                    us = 1e3 * start.elapsed_time(end) / a.calls
-                    label = f"auto ({auto})" if not splits else str(splits)
-                    rows.append({"rows": n, "tile": tile, "warps": warps, "splits": label, "us_per_call": us,
-                                 "GBps": nbytes / us / 1e3})  # fmt: skip
-                    print(f"rows {n:4d} tile {tile:3d} warps {warps} splits {label:>8}: {us:8.1f} us per call, "
-                          f"{nbytes / us / 1e3:7.0f} GB/s")  # fmt: skip
+        grid = [(t, w, sp, None) for t in (16, 32, 64) for w in (2, 4, 8) for sp in (1, 2, 4, 8, 16, 0)]
+        grid = [g for g in grid if g[0] >= a.block and (g[0] == 16 or g[2] in (0, 1))]
+        if a.stages:
+            grid = [(16, w, sp, st) for w in (1, 2, 4) for sp in (0, 8) for st in a.stages]
+        for tile, warps, splits, stages in grid:
+            args = (q, k, v, tables, lengths, tile, warps, splits or None, stages)
+            for _ in range(5):
+                paged_attention(*args)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(a.calls):
+                paged_attention(*args)
+            end.record()
+            torch.cuda.synchronize()
+            us = 1e3 * start.elapsed_time(end) / a.calls
+            label = f"auto ({auto})" if not splits else str(splits)
+            rows.append({"rows": n, "tile": tile, "warps": warps, "splits": label, "stages": stages,
+                         "us_per_call": us, "GBps": nbytes / us / 1e3})  # fmt: skip
+            print(f"rows {n:4d} tile {tile:3d} warps {warps} splits {label:>8} stages {stages}: {us:8.1f} us "
+                  f"per call, {nbytes / us / 1e3:7.0f} GB/s")  # fmt: skip
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"config": vars(a), "rows": rows}, f, indent=1)
