@@ -2,13 +2,12 @@
 
 The gather-then-attend path (`PagedKv.gather`, then `kernels.attention`) copies every row's whole
 span out of the cache and reads the copy again: on the H200 at n = 64 that copy and its read took
-1.1 ms of the 1.8 ms a step kept the device busy. This kernel walks
-each row's block table and reads each block once, up to the row's own length, `TILE_TOKENS` positions
-per step of its loop, with an online softmax in float32. Each row and head is split into chunks of
-its span (`split_count`: enough programs to keep the device busy at any batch size), one program
-each, and a second small kernel rescales the chunks' partial results to their common maximum and
-sums them (split-sequence or "flash-decoding" attention). Its loads are masked at the row's
-length: nothing at or past it is read, whatever it holds.
+1.1 ms of the 1.8 ms a step kept the device busy. This kernel walks each row's block table and
+reads each block once, up to the row's own length, `TILE_TOKENS` positions per step of its loop,
+with an online softmax in float32. Each row and head is split into chunks of its span
+(`split_count`), one program each, and a second small kernel rescales the chunks' partial results
+to their common maximum and sums them (split-sequence or "flash-decoding" attention). Its loads are
+masked at the row's length: nothing at or past it is read, whatever it holds.
 
 It is another kernel, so its bits are not the gather path's: it serves fast numerics only, where
 the replay oracle judges rounding. `paged_read` is the `RowMeta.read` that plugs it into a pass;
@@ -34,8 +33,8 @@ from reference.model.paged_kv import PagedKv, RowMeta
 TILE_TOKENS = 16
 WARPS = 2
 # Programs a call aims for (each row and head split into chunks of its span until there are this
-# many): one program per row and head leaves each program a long dependent chain of loads, and at
-# small batches most of the device idle.
+# many): with one program per row and head, small batches leave most of the device idle. At 64 rows
+# the chunks gained at most a fifth (`docs/vector-step.md`, "This round: a split-sequence kernel").
 TARGET_PROGRAMS = 4096
 
 
@@ -118,7 +117,7 @@ def available(device: torch.device) -> bool:
 
 def split_count(rows: int, heads: int, positions: int, tile: int) -> int:
     """Chunks per row and head: the least power of two that brings the call to `TARGET_PROGRAMS`
-    programs, with at least two tiles a chunk (one tile when `positions` holds only one)."""
+    programs, keeping at least two tiles a chunk (a span of fewer than four tiles stays whole)."""
     splits = 1
     while rows * heads * splits < TARGET_PROGRAMS and positions >= 4 * tile * splits:
         splits *= 2
