@@ -1,9 +1,11 @@
 """The paged decode kernel's time per call for each tile width, warp count and number of chunks per
 row (`splits`; "auto": `split_count`), for 8, 64 and 256 rows of the benchmark's shape (16 heads of
-128, blocks of 16, 512 positions per row, bf16), from CUDA
-events over repeated calls. Prints a table and writes it as JSON.
+128, blocks of 16, 512 positions per row, bf16), from CUDA events over repeated calls; with
+`--stages`, for each pipelining depth instead (tile 16; 1, 2 and 4 warps). Prints a table and
+writes it as JSON. The time includes each call's launch from Python, which bounds small batches.
 
     python scripts/paged_tiles.py --out tiles.json
+    python scripts/paged_tiles.py --rows 64 256 --stages 1 2 3 4 --out stages.json
 """
 
 from __future__ import annotations
