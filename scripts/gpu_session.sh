@@ -53,13 +53,15 @@
 #   scripts/gpu_session.sh kprofile the fully batched step's profile at n = 64 (its kernels' device time), greedy and
 #                                   mixed, and the paged kernel's time per tile, warps and chunks at 64 rows
 #   scripts/gpu_session.sh stages   the paged kernel's time per warp count, chunks and pipelining depth at 64 and 256 rows
+#   scripts/gpu_session.sh copies   each statement of the step's staged copies timed inside the step (greedy and mixed,
+#                                   n = 64) beside a staged copy alone
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -226,6 +228,12 @@ elif [ "$part" = kprofile ]; then
 elif [ "$part" = stages ]; then
   run paged-stages 150 $py scripts/paged_tiles.py --rows 64 256 --calls 100 --stages 1 2 3 4 \
     --out "$res/paged-stages.json"
+elif [ "$part" = copies ]; then
+  run staging 40 $py scripts/staging_copy.py --out "$res/staging.json"
+  for mix in greedy mixed; do
+    run "timers-$mix" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --staging-parts \
+      --out "$res/timers-$mix.json"
+  done
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu

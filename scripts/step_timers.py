@@ -69,12 +69,36 @@ def timed(fn: Callable[..., Any], label: str, totals: dict[str, float]) -> Calla
     return wrapper
 
 
+def staged_copy_parts(totals: dict[str, float]) -> Callable[..., None]:
+    """`Staging.copy_to` with a timer around each of its statements (the wait for the last copy, the
+    copy into the pinned buffer, the queued copy to the device, the event record)."""
+
+    def copy_to(self: Staging, dst: torch.Tensor, host: torch.Tensor) -> None:
+        t0 = time.perf_counter()
+        if self.landed is None:
+            self.landed = torch.cuda.Event()
+        else:
+            self.landed.synchronize()
+        t1 = time.perf_counter()
+        self.pinned.copy_(host.view(self.pinned.shape))
+        t2 = time.perf_counter()
+        dst.copy_(self.pinned, non_blocking=True)
+        t3 = time.perf_counter()
+        self.landed.record(torch.cuda.current_stream(dst.device))
+        t4 = time.perf_counter()
+        for label, x, y in (("wait", t0, t1), ("into pinned", t1, t2), ("to device", t2, t3), ("record", t3, t4)):
+            totals[f"Staging.copy_to: {label}"] += y - x
+
+    return copy_to
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cpu")
     p.add_argument("--mix", default="greedy", choices=MIXES)
     p.add_argument("--n", type=int, default=64)
     p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--staging-parts", action="store_true", help="time each statement of a staged copy")
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -86,6 +110,8 @@ def main() -> None:
     for owner, name in PIECES:
         label = f"{getattr(owner, '__name__', owner)}.{name}"
         setattr(owner, name, timed(getattr(owner, name), label, totals))
+    if a.staging_parts:
+        Staging.copy_to = timed(staged_copy_parts(totals), "Staging.copy_to", totals)  # type: ignore[method-assign]
     step = vector_step.step_mtp_bootstrap_vectorized
 
     def one() -> float:
