@@ -71,7 +71,9 @@ def timed(fn: Callable[..., Any], label: str, totals: dict[str, float]) -> Calla
 
 def staged_copy_parts(totals: dict[str, float]) -> Callable[..., None]:
     """`Staging.copy_to` with a timer around each of its statements (the wait for the last copy, the
-    copy into the pinned buffer, the queued copy to the device, the event record)."""
+    copy into the pinned buffer, the queued copy to the device, the event record). It mirrors that
+    method statement for statement (keep the two alike); `scripts/staging_copy.py` times the same
+    statements outside the step."""
 
     def copy_to(self: Staging, dst: torch.Tensor, host: torch.Tensor) -> None:
         t0 = time.perf_counter()
