@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fully batched bootstrap on one GPU, in one call of under four minutes:
+# The fully batched bootstrap on one GPU, in one call of four to nine minutes (the host machine sets most of it):
 #   1. exactness of the one-pass sampler on the device (tests/test_batch_sampling.py, the `gpu` tests:
 #      its tokens, logprobs, noise and divisions against the per-row sampler's, bit for bit) and the
 #      hand-built mixes against the fully batched step in fast float32 (tests/test_vector_step.py);
@@ -45,7 +45,7 @@ part exactness 60 $py -m pytest -q -p no:cacheprovider tests/test_batch_sampling
 part mixes-fast 60 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k "matches_reference" \
   --device "$dev" --numerics fast --dtype float32
 
-# 2. Benchmarks (about 2 minutes: the loop at n = 128 and 256 takes most of it).
+# 2. Benchmarks (2 to 4 minutes a mix: the loop at n = 128 and 256 takes most of it, more on a slow host).
 for mix in mixed greedy; do
   part "bench-$mix" 240 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
     --bench-mix "$mix" --bench-budget 0.4 --benchmark-json "$OUT/bench-$mix.json"
