@@ -13,7 +13,9 @@ from collections.abc import Sequence
 
 import torch
 
+from batched import noise_kernel
 from batched.row_scalars import int_column
+from batched.triton_device import available
 from reference.sampling import _fmix32, noise_keys
 
 
@@ -28,13 +30,20 @@ def noise_key_rows(seeds: Sequence[int], positions: Sequence[int]) -> list[int]:
 
 
 def gumbel_from_keys(keys: torch.Tensor, vocab: int) -> torch.Tensor:
-    """[m, V] float64 standard Gumbel noise from keys [4 m] int64 (`noise_key_rows`)."""
+    """[m, V] float64 standard Gumbel noise from keys [4 m] int64 (`noise_key_rows`). On a GPU the
+    uniforms come from one kernel (`batched.noise_kernel`, the same bits)."""
+    if available(keys.device):
+        return -torch.log(-torch.log(noise_kernel.noise_uniform(keys, vocab)))
+    return -torch.log(-torch.log(uniform_from_keys(keys, vocab)))
+
+
+def uniform_from_keys(keys: torch.Tensor, vocab: int) -> torch.Tensor:
+    """[m, V] float64 u = (2 * bits + 1) / 2**53 of every row, in tensor arithmetic."""
     keys = keys.view(-1, 2, 2, 1)  # [m, (first, second key), (chain 1, chain 2), 1]
     ids = torch.arange(vocab, dtype=torch.int64, device=keys.device)  # [V]
     h = _fmix32(_fmix32(ids ^ keys[:, 0]) ^ keys[:, 1])  # [m, 2, V]: (h1, h2) of every row
     bits = (h[:, 0] << 20) | (h[:, 1] >> 12)  # [m, V], 52 bits
-    u = (bits * 2 + 1).to(torch.float64) * 2.0**-53
-    return -torch.log(-torch.log(u))
+    return (bits * 2 + 1).to(torch.float64) * 2.0**-53
 
 
 def gumbel_rows(seeds: Sequence[int], positions: Sequence[int], vocab: int, device: torch.device) -> torch.Tensor:

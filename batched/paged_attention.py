@@ -6,12 +6,14 @@ span out of the cache and reads the copy again: on the H200 at n = 64 that copy 
 reads each block once, up to the row's own length, `TILE_TOKENS` positions per step of its loop,
 with an online softmax in float32. Each row and head is split into chunks of its span
 (`split_count`), one program each, and a second small kernel rescales the chunks' partial results
-to their common maximum and sums them (split-sequence or "flash-decoding" attention). Its loads are
-masked at the row's length: nothing at or past it is read, whatever it holds.
+to their common maximum and sums them (split-sequence or "flash-decoding" attention). A program
+loads the next tile and the block ids of the one after while it computes the current tile
+(`PREFETCH`: Triton does not pipeline a loop whose loads depend on loaded block ids). Its loads are
+masked at the row's length (and chunk): nothing at or past it is read, whatever it holds.
 
 It is another kernel, so its bits are not the gather path's: it serves fast numerics only, where
 the replay oracle judges rounding. `paged_read` is the `RowMeta.read` that plugs it into a pass;
-`available(device)` says whether it can run there (CUDA and Triton present).
+`batched.triton_device.available(device)` says whether it can run there (CUDA and Triton present).
 """
 
 from __future__ import annotations
@@ -28,14 +30,19 @@ from reference.model.paged_kv import PagedKv, RowMeta
 # warps of a program. Measured on the H200 at 64 rows of 512 positions, 16 heads of 128 in bf16
 # (`scripts/paged_tiles.py`): one 16-position block per step with 4 warps took 183 us a call; 32
 # positions 209 us, 64 positions 254 us, 128 positions 553 us (wider tiles spill registers). With
-# the rows split into chunks, 2 warps took 150-155 us against 205 us with 4 (557 against 771 us at
-# 256 rows; `docs/gpu/paged-tiles-split-h200.json`). So a step reads one block, with 2 warps.
+# the rows split into chunks, 2 warps took 150-155 us against 205 us with 4; loading ahead (below)
+# with 1 warp took 126 us, and 473-484 us against 560-570 us at 256 rows
+# (`docs/gpu/paged-prefetch-h200.json`). So a step reads one block, with 1 warp, loading ahead.
 TILE_TOKENS = 16
-WARPS = 2
+WARPS = 1
 # Programs a call aims for (each row and head split into chunks of its span until there are this
 # many): with one program per row and head, small batches leave most of the device idle. At 64 rows
 # the chunks gained at most a fifth (`docs/vector-step.md`, "This round: a split-sequence kernel").
 TARGET_PROGRAMS = 4096
+# Whether a program loads the next tile (and the block ids of the one after) while it computes this
+# one. Either way every output bit is the same: the same operations on the same values, in order.
+# With 2 or 4 warps it gained nothing or lost; with 1 warp it gained a fifth over the best of them.
+PREFETCH = True
 
 
 @functools.cache
@@ -47,7 +54,7 @@ def _kernels() -> tuple[Any, Any]:
     @triton.jit(do_not_specialize=["tables", "lengths", "stride", "chunk", "q", "out", "k", "v", "part"])
     def paged_decode(q, k, v, tables, lengths, out, part, stride, scale, chunk,
                      HEADS: tl.constexpr, DIM: tl.constexpr, BLOCK: tl.constexpr, TILE: tl.constexpr,
-                     SPLITS: tl.constexpr):  # fmt: skip
+                     SPLITS: tl.constexpr, PREFETCH: tl.constexpr):  # fmt: skip
         # One program: one row, one head, positions [split * chunk, (split + 1) * chunk) of the row's
         # length (chunk a multiple of TILE). SPLITS == 1 writes the output; else the unnormalised
         # accumulator and (max, sum) to `part` [rows, HEADS, SPLITS, DIM + 2] for `combine_splits`.
@@ -63,20 +70,50 @@ def _kernels() -> tuple[Any, Any]:
         l_i = tl.full([], 0.0, tl.float32)
         start = split * chunk
         stop = tl.minimum(start + chunk, length)
-        for j in range(start, stop, TILE):
-            pos = j + t  # [TILE]
-            valid = pos < length
-            block = tl.load(tables + row * stride + pos // BLOCK, mask=valid, other=0)  # [TILE]
-            at = ((block * BLOCK + pos % BLOCK)[:, None] * HEADS + head) * DIM + d[None, :]  # [TILE, DIM]
-            kb = tl.load(k + at, mask=valid[:, None], other=0.0).to(tl.float32)
-            s = tl.where(valid, tl.sum(kb * qv[None, :], axis=1) * scale, -float("inf"))  # [TILE]
-            m_new = tl.maximum(m_i, tl.max(s, axis=0))
-            p = tl.exp(s - m_new)
-            alpha = tl.exp(m_i - m_new)
-            vb = tl.load(v + at, mask=valid[:, None], other=0.0).to(tl.float32)
-            acc = acc * alpha + tl.sum(p[:, None] * vb, axis=0)
-            l_i = l_i * alpha + tl.sum(p, axis=0)
-            m_i = m_new
+        row_table = tables + row * stride
+        if PREFETCH:
+            # Software pipelining by hand: while a step computes tile j, the loads of tile j + 1 (its
+            # keys and values) and the block ids of tile j + 2 are already in flight, so no step waits
+            # on the chain block id -> block that the compiler does not pipeline.
+            pos0 = start + t
+            valid0 = pos0 < stop
+            block0 = tl.load(row_table + pos0 // BLOCK, mask=valid0, other=0)
+            at0 = ((block0 * BLOCK + pos0 % BLOCK)[:, None] * HEADS + head) * DIM + d[None, :]
+            kb = tl.load(k + at0, mask=valid0[:, None], other=0.0)
+            vb = tl.load(v + at0, mask=valid0[:, None], other=0.0)
+            block1 = tl.load(row_table + (pos0 + TILE) // BLOCK, mask=pos0 + TILE < stop, other=0)
+            for j in range(start, stop, TILE):
+                pos = j + t  # [TILE]
+                valid = pos < stop
+                valid1 = pos + TILE < stop
+                at1 = ((block1 * BLOCK + (pos + TILE) % BLOCK)[:, None] * HEADS + head) * DIM + d[None, :]
+                kb1 = tl.load(k + at1, mask=valid1[:, None], other=0.0)
+                vb1 = tl.load(v + at1, mask=valid1[:, None], other=0.0)
+                block1 = tl.load(row_table + (pos + 2 * TILE) // BLOCK, mask=pos + 2 * TILE < stop, other=0)
+                s = tl.where(valid, tl.sum(kb.to(tl.float32) * qv[None, :], axis=1) * scale, -float("inf"))
+                m_new = tl.maximum(m_i, tl.max(s, axis=0))
+                p = tl.exp(s - m_new)
+                alpha = tl.exp(m_i - m_new)
+                acc = acc * alpha + tl.sum(p[:, None] * vb.to(tl.float32), axis=0)
+                l_i = l_i * alpha + tl.sum(p, axis=0)
+                m_i = m_new
+                kb = kb1
+                vb = vb1
+        else:
+            for j in range(start, stop, TILE):
+                pos = j + t  # [TILE]
+                valid = pos < length
+                block = tl.load(row_table + pos // BLOCK, mask=valid, other=0)  # [TILE]
+                at = ((block * BLOCK + pos % BLOCK)[:, None] * HEADS + head) * DIM + d[None, :]  # [TILE, DIM]
+                kb = tl.load(k + at, mask=valid[:, None], other=0.0).to(tl.float32)
+                s = tl.where(valid, tl.sum(kb * qv[None, :], axis=1) * scale, -float("inf"))  # [TILE]
+                m_new = tl.maximum(m_i, tl.max(s, axis=0))
+                p = tl.exp(s - m_new)
+                alpha = tl.exp(m_i - m_new)
+                vb = tl.load(v + at, mask=valid[:, None], other=0.0).to(tl.float32)
+                acc = acc * alpha + tl.sum(p[:, None] * vb, axis=0)
+                l_i = l_i * alpha + tl.sum(p, axis=0)
+                m_i = m_new
         if SPLITS == 1:
             tl.store(out + (row * HEADS + head) * DIM + d, (acc / l_i).to(out.dtype.element_ty))
         else:  # an empty chunk (past the row's length) leaves max -inf, sum 0, accumulator 0
@@ -104,17 +141,6 @@ def _kernels() -> tuple[Any, Any]:
     return paged_decode, combine_splits
 
 
-def available(device: torch.device) -> bool:
-    """Whether the kernel can run on `device`: a CUDA device and Triton importable."""
-    if device.type != "cuda":
-        return False
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def split_count(rows: int, heads: int, positions: int, tile: int) -> int:
     """Chunks per row and head: the least power of two that brings the call to `TARGET_PROGRAMS`
     programs, keeping at least two tiles a chunk (a span of fewer than four tiles stays whole)."""
@@ -134,13 +160,14 @@ def paged_attention(
     warps: int | None = None,
     splits: int | None = None,
     stages: int | None = None,
+    prefetch: bool | None = None,
 ) -> torch.Tensor:
     """Each row's query over its own positions < lengths[m] of the paged cache: q [M, Hh, D],
     k/v [blocks, block_size, Hh, D] (one layer, contiguous), tables [M, span] int64 covering each
     row's length, lengths [M] int64 >= 1 -> [M, Hh, D] in q's dtype. `tile` (a power of two),
     `warps` (default `WARPS`), `splits` (chunks of each row's span, a power of two; default
-    `split_count`) and `stages` (Triton's software pipelining depth; default Triton's) tune the
-    kernel, not what it computes."""
+    `split_count`), `stages` (Triton's software pipelining depth; default Triton's) and `prefetch`
+    (default `PREFETCH`) tune the kernel, not what it computes."""
     m, heads, dim = q.shape
     if k.shape[2:] != (heads, dim) or not (k.is_contiguous() and v.is_contiguous()):
         raise ValueError(f"paged_attention: cache {tuple(k.shape)} does not hold {heads} heads of {dim}")
@@ -157,7 +184,8 @@ def paged_attention(
     tuning = {"num_warps": warps or WARPS} | ({"num_stages": stages} if stages else {})
     decode[(m, heads, splits)](
         q.contiguous(), k, v, tables, lengths, out, part, tables.stride(0), 1.0 / math.sqrt(dim), chunk,
-        HEADS=heads, DIM=dim, BLOCK=block, TILE=tile, SPLITS=splits, **tuning,
+        HEADS=heads, DIM=dim, BLOCK=block, TILE=tile, SPLITS=splits,
+        PREFETCH=PREFETCH if prefetch is None else prefetch, **tuning,
     )  # fmt: skip
     if splits > 1:
         combine[(m, heads)](part, out, HEADS=heads, DIM=dim, SPLITS=splits, num_warps=1)

@@ -22,11 +22,13 @@ from dataclasses import dataclass
 
 import torch
 
+from batched import noise_kernel
 from batched.batch_checks import decode_batch_ok, propose_batch_ok
 from batched.batched_model import BatchedMtpModel
 from batched.padded_passes import Read, decode_padded, propose_padded
-from batched.paged_attention import available, paged_read, warm
+from batched.paged_attention import paged_read, warm
 from batched.static_passes import HostCopy, PassCache, padded, row_bucket
+from batched.triton_device import available
 from reference.errors import ModelError
 from reference.model.checks import check_slots
 from reference.state import SequenceState
@@ -81,12 +83,16 @@ class VectorMtpModel(BatchedMtpModel):
     def pass_cache(self) -> PassCache:
         """This model's static passes (and graphs, which hold its buffers' addresses)."""
         if self._passes is None:
-            self._passes = PassCache(self.device, self.graph_after)
-            if self.attention_read() is not None:
-                cfg = self.cfg
-                shape = (cfg.n_heads, cfg.head_dim, cfg.block_size)
-                self._passes.prepare = lambda: warm(self.device, cfg.torch_dtype, *shape)
+            self._passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
         return self._passes
+
+    def _warm_kernels(self) -> None:
+        """Compile the Triton kernels this model's passes may call (before any graph capture)."""
+        cfg = self.cfg
+        if self.attention_read() is not None:
+            warm(self.device, cfg.torch_dtype, cfg.n_heads, cfg.head_dim, cfg.block_size)
+        if available(self.device):
+            noise_kernel.warm(self.device, cfg.vocab_size)
 
     def _check_decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int) -> None:
         """All rows at once (`batched.batch_checks`); row by row, for the message, when that fails."""

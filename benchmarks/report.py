@@ -1,5 +1,6 @@
-"""`python -m benchmarks.report RESULTS.json [--out docs]`: write a pytest-benchmark JSON file's
-results into `<out>/benchmarks.md` and plot them.
+"""`python -m benchmarks.report RESULTS.json ... [--out docs]`: write pytest-benchmark JSON files'
+results into `<out>/benchmarks.md` and plot them (several files: their results together, as one run
+split by batch size, so that a run cut short still reports the sizes it finished).
 
 The bootstrap table goes between the markers of its device kind and mix (`bench:gpu`, `bench:cpu`,
 `bench:gpu-greedy`, `bench:cpu-greedy`), the P1 throughput table between the `bench:p1` markers; the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +86,18 @@ def p1_section(data: dict[str, Any]) -> str | None:
     return f"{head}\n\n{p1_table(entries)}\n"
 
 
-def write_report(results: Path, out: Path) -> list[Path]:
-    """Update `<out>/benchmarks.md` (and the plot) from `results`; returns the files written.
-    ValueError when the file holds neither bootstrap nor P1 results."""
-    data = json.loads(results.read_text())
+def merged(results: Sequence[Path]) -> dict[str, Any]:
+    """The first file's run with the benchmarks of every file. ValueError for none."""
+    if not results:
+        raise ValueError("no results files given")
+    runs = [json.loads(path.read_text()) for path in results]
+    return {**runs[0], "benchmarks": [b for run in runs for b in run.get("benchmarks", [])]}
+
+
+def write_report(results: Path | Sequence[Path], out: Path) -> list[Path]:
+    """Update `<out>/benchmarks.md` (and the plot) from `results` (one file or several, merged);
+    returns the files written. ValueError when they hold neither bootstrap nor P1 results."""
+    data = merged([results] if isinstance(results, Path) else results)
     doc = out / DOC_NAME
     text = doc.read_text() if doc.exists() else "# Benchmarks\n"
     written: list[Path] = []
@@ -107,7 +117,7 @@ def write_report(results: Path, out: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="a pytest-benchmark JSON file (--benchmark-json)")
+    parser.add_argument("results", type=Path, nargs="+", help="pytest-benchmark JSON files (--benchmark-json)")
     parser.add_argument("--out", type=Path, default=Path("docs"), help="folder of benchmarks.md (default docs)")
     args = parser.parse_args(argv)
     try:

@@ -86,6 +86,19 @@ def test_report_writes_table_between_markers(tmp_path: Path) -> None:
     assert rows[0].speedup == pytest.approx(4.0)
 
 
+def test_report_merges_files_of_one_run_split_by_batch_size(tmp_path: Path) -> None:
+    files = []
+    for n in (2, 4):
+        path = tmp_path / f"results-n{n}.json"
+        path.write_text(json.dumps({"benchmarks": [_entry(n, "per_seq", 4e-3), _entry(n, "batched", 1e-3)]}))
+        files.append(path)
+    write_report(files, tmp_path)
+    text = (tmp_path / "benchmarks.md").read_text()
+    assert "| 2 | 4 ms | 1 ms |" in text and "| 4 | 4 ms | 1 ms |" in text
+    with pytest.raises(ValueError, match="no results files"):
+        write_report([], tmp_path)
+
+
 def test_replace_section_appends_when_missing_and_fmt_time_units() -> None:
     text = replace_section("# B\n", "p1", "body")
     assert text.endswith(f"{begin_marker('p1')}\nbody\n{end_marker('p1')}\n")

@@ -58,10 +58,18 @@
 #   scripts/gpu_session.sh vmutants the GPU tests of the static passes, the paged kernel and the graphed sampler, then
 #                                   the fully batched step's catalogue in fast float32 on cuda, its paged kernel in
 #                                   play (jobs sharing the GPU through MPS) at n <= MAX_N
+#   scripts/gpu_session.sh prefetch the GPU tests of the paged kernel, the noise kernel, the static passes and the
+#                                   graphed sampler, the hand-built mixes in fast float32, the paged kernel's time with
+#                                   and without loading ahead (64 and 256 rows), then at n = 64 the host time of the
+#                                   step's pieces with and without it and the step's profile (its kernels' device time)
+#   scripts/gpu_session.sh sweep    the paged kernel's GPU tests, the three-way benchmarks for n = 1..256, greedy and mixed, and their report
+#                                   (scripts/gpu_bench_vector.sh without its checks, which `prefetch` runs)
+#   scripts/gpu_session.sh settle   the fully batched step's profile at n = 64 (greedy, mixed) and the near-ties P1 and
+#                                   P3 force against it (paged kernel, fast float32)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -234,6 +242,30 @@ elif [ "$part" = copies ]; then
     run "timers-$mix" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --staging-parts \
       --out "$res/timers-$mix.json"
   done
+elif [ "$part" = prefetch ]; then
+  run kernel-tests 100 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py tests/test_noise_kernel.py -m gpu
+  run gpu-tests 120 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_batch_sampling.py -m gpu
+  run mixes-fast-f32 70 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
+    --device "$dev" --numerics fast --dtype float32
+  run paged-prefetch 100 $py scripts/paged_tiles.py --rows 64 256 --calls 100 --prefetch 0 1 \
+    --out "$res/paged-prefetch.json"
+  for mix in greedy mixed; do
+    for pf in 0 1; do
+      run "timers-$mix-prefetch-$pf" 45 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 \
+        --prefetch "$pf" --out "$res/timers-$mix-prefetch-$pf.json"
+    done
+    run "step-vector-$mix" 50 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 40 --prefetch 1 --out "$res/step-vector-$mix.json"
+  done
+elif [ "$part" = sweep ]; then
+  run kernel-tests 100 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -m gpu
+  SKIP_CHECKS=1 BENCH_S=265 OUT="$res/vector" run vector-bench $((590 - SECONDS)) bash scripts/gpu_bench_vector.sh
+elif [ "$part" = settle ]; then
+  for mix in greedy mixed; do
+    run "step-vector-$mix" 50 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
+  done
+  nearties vector_step:step_mtp_bootstrap_vectorized float32 60
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu

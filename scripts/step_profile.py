@@ -19,6 +19,7 @@ from dataclasses import replace
 
 import torch
 
+import batched.paged_attention as paged_attention
 from batched.vector_model import VectorMtpModel
 from benchmarks.bench_bootstrap import IMPLS
 from benchmarks.pyprofile import print_table, python_table
@@ -37,8 +38,11 @@ def main() -> None:
     p.add_argument("--no-graphs", action="store_true", help="the fully batched step's passes run eagerly")
     p.add_argument("--gather", action="store_true", help="the fully batched step gathers spans (no paged kernel)")
     p.add_argument("--rows", type=int, default=25, help="rows of each table")
+    p.add_argument("--prefetch", type=int, choices=(0, 1), default=None, help="the paged kernel's loading ahead")
     p.add_argument("--out", default="")
     a = p.parse_args()
+    if a.prefetch is not None:
+        paged_attention.PREFETCH = bool(a.prefetch)
     torch.set_num_threads(1)
     s = replace(resolve({"device": a.device}), mix=a.mix)
     base = build_bench_world(s, a.n)
@@ -58,6 +62,8 @@ def main() -> None:
 
     for _ in range(3):
         run(fresh())
+    gc.collect()
+    gc.freeze()  # as the benchmark: the collection before each step walks only the steps' own objects
     times = []
     for _ in range(a.steps):
         w = fresh()

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 import batched.padded_passes as padded_passes
+import batched.paged_attention as paged_attention
 import batched.vector_model as vector_model
 import batched.vector_sample as vector_sample
 import batched.vector_step as vector_step
@@ -101,9 +102,12 @@ def main() -> None:
     p.add_argument("--n", type=int, default=64)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--staging-parts", action="store_true", help="time each statement of a staged copy")
+    p.add_argument("--prefetch", type=int, choices=(0, 1), default=None, help="the paged kernel's loading ahead")
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(1)
+    if a.prefetch is not None:
+        paged_attention.PREFETCH = bool(a.prefetch)
     s = replace(resolve({"device": a.device}), mix=a.mix)
     base = build_bench_world(s, a.n)
     base.model = VectorMtpModel.from_model(base.model)
@@ -127,6 +131,10 @@ def main() -> None:
 
     for _ in range(3):  # eager, capture, replay
         one()
+    # As the benchmark (`benchmarks/bench_bootstrap.py`): what lives now moves to the permanent generation,
+    # so the collection before each step walks only the steps' own objects, not the whole process.
+    gc.collect()
+    gc.freeze()
     totals.clear()
     times = [one() for _ in range(a.steps)]
     per_step = {k: 1e3 * v / a.steps for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}

@@ -5,18 +5,16 @@ off a GPU, the fully batched step's model keeps the gather path."""
 from __future__ import annotations
 
 import math
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batched.paged_attention import available, paged_attention, split_count
+from batched.paged_attention import paged_attention, split_count
+from batched.triton_device import available
 from batched.vector_model import VectorMtpModel
+from tests.interpreted import run_interpreted
 from tests.test_batched_model_equiv import base_model
 
 
@@ -86,9 +84,11 @@ def interpreted_cases() -> None:
         q, k, v, tables, lengths = poisoned_case(rows, heads, dim, block, seed)
         want = float64_attention(q, k, v, tables, lengths)
         poison_past_lengths(k, v, tables, lengths)
-        got = paged_attention(q, k, v, tables, lengths, tile=tile, splits=splits)
+        got = paged_attention(q, k, v, tables, lengths, tile=tile, splits=splits, prefetch=False)
         assert bool(torch.isfinite(got).all()), f"case {seed}: a poisoned position reached the output"
         torch.testing.assert_close(got.double(), want, atol=1e-5, rtol=1e-5, msg=f"case {seed}")
+        ahead = paged_attention(q, k, v, tables, lengths, tile=tile, splits=splits, prefetch=True)
+        assert torch.equal(ahead, got), f"case {seed}: loading ahead changed the output"
 
 
 def test_split_count_fills_the_device_and_keeps_chunks_whole() -> None:
@@ -104,12 +104,7 @@ def test_split_count_fills_the_device_and_keeps_chunks_whole() -> None:
 def test_the_kernel_in_the_triton_interpreter_on_the_cpu() -> None:
     """CI has no GPU: the kernel's logic (tiles over several blocks, masks at each row's length, the
     online softmax, chunks and their combination) still runs, interpreted, in a fresh process."""
-    pytest.importorskip("triton")
-    env = {**os.environ, "TRITON_INTERPRET": "1"}
-    code = "from tests.test_paged_attention import interpreted_cases; interpreted_cases()"
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_interpreted("tests.test_paged_attention", "interpreted_cases")
 
 
 @pytest.mark.gpu
@@ -121,19 +116,23 @@ def test_the_kernel_in_the_triton_interpreter_on_the_cpu() -> None:
     block=st.sampled_from([8, 16]),
     dtype=st.sampled_from([torch.bfloat16, torch.float32]),
     splits=st.sampled_from([None, 1, 2, 4, 16]),
+    warps=st.sampled_from([None, 1, 2, 4]),
     seed=st.integers(0, 2**31 - 1),
 )
 def test_paged_attention_equals_attention_over_the_rows_own_positions(
-    rows, heads, dim, block, dtype, splits, seed
+    rows, heads, dim, block, dtype, splits, warps, seed
 ) -> None:
     q, k, v, tables, lengths = poisoned_case(rows, heads, dim, block, seed)
     want = float64_attention(q.to(dtype), k.to(dtype), v.to(dtype), tables, lengths)
     poison_past_lengths(k, v, tables, lengths)
     dev = torch.device("cuda")
-    got = paged_attention(*(t.to(dev, dtype) for t in (q, k, v)), tables.to(dev), lengths.to(dev), splits=splits)
+    args = (*(t.to(dev, dtype) for t in (q, k, v)), tables.to(dev), lengths.to(dev))
+    got = paged_attention(*args, warps=warps, splits=splits, prefetch=False)
     assert got.dtype == dtype and bool(torch.isfinite(got).all())
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-4
     torch.testing.assert_close(got.double().cpu(), want, atol=tol, rtol=tol)
+    ahead = paged_attention(*args, warps=warps, splits=splits, prefetch=True)
+    assert torch.equal(ahead, got), "loading ahead changed the output"
 
 
 @pytest.mark.gpu
