@@ -340,6 +340,17 @@ MUTANTS: tuple[Mutant, ...] = (
         ),
     ),
     vector(
+        "vec-argmax-verdicts-blind-to-edits",
+        VMODEL,
+        "B6 B7 B9",
+        "argmax_batch takes the decode's verdicts whenever it is given the very tensor the decode returned, "
+        "even after that tensor was edited in place (a logits processor's NaN row still gets a token)",
+        (
+            "if memo is None or memo.logits is not logits or logits._version != memo.version:",
+            "if memo is None or memo.logits is not logits:",
+        ),
+    ),
+    vector(
         "vec-argmax-verdicts-rows-shifted",
         PADDED,
         "B6",

@@ -182,7 +182,8 @@ class FaultyModel:
         if f and f.kind in BAD_ROWS:
             row = (f.row or 0) % len(seqs)
             call.outcome, call.injected, call.detail["row"] = f.kind, True, row
-            out = out.clone()
+            if not f.in_place:
+                out = out.clone()
             out[row] = bad_row(out[row], f.kind, self._masked.get(slots[row]))
         kept = out.detach().clone()
         self.rows.update({slot: kept[j] for j, slot in enumerate(slots)})

@@ -15,6 +15,7 @@ from properties.faults import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.generation_spec import GenerationSpec, RequestSpec
 from properties.run_config import RunConfig
 from properties.specs import FaultSpec, ModelSpec, StepSpec
+from properties.strategies import in_place_edits
 
 GRAMMARS = ("regex", "ebnf", "json")
 # Tokens of a prompt: plain tokens present in every vocabulary the strategies use.
@@ -102,4 +103,4 @@ def fault_specs(draw: st.DrawFn) -> FaultSpec:
     op = draw(st.sampled_from(FAULT_OPS))
     kind = draw(st.sampled_from(("err", *ALTERNATES[op])))
     call = 0 if op in ONCE_PER_STEP else draw(st.integers(0, 2))
-    return FaultSpec(op, call, kind, draw(st.one_of(st.none(), st.integers(0, 3))))
+    return FaultSpec(op, call, kind, draw(st.one_of(st.none(), st.integers(0, 3))), draw(in_place_edits(op, kind)))

@@ -92,12 +92,16 @@ class FaultSpec:
     """Make the `call`-th call (0-based) of model operation `op` fail (`err`) or return its
     alternate result (`none`, `empty`, `nan_row`), for member `row` of a batched call where that
     matters. `err` and `none` are injected before the call runs, so the call changes nothing;
-    `empty` and `nan_row` replace part of the result of a call that ran."""
+    `empty` and `nan_row` replace part of the result of a call that ran. With `in_place`, a bad
+    logits row of `decode_batch` is written into the very tensor the call returned (as a logits
+    processor edits in place) instead of into a copy: the step must decide on what the tensor holds
+    when it reads it, not on anything it derived from the tensor before."""
 
     op: str
     call: int = 0
     kind: str = "err"
     row: int | None = None
+    in_place: bool = False
 
 
 @dataclass(slots=True, frozen=True)
@@ -166,5 +170,6 @@ def compact(spec: WorldSpec) -> str:
         mark = "*" if i in spec.bootstrap else " "
         lines.append(f" {mark}seq[{i}] {changed_fields(s)}")
     for f in spec.faults:
-        lines.append(f"  fault: {f.op} call {f.call} -> {f.kind}" + (f" (row {f.row})" if f.row is not None else ""))
+        where = (f" (row {f.row})" if f.row is not None else "") + (" in place" if f.in_place else "")
+        lines.append(f"  fault: {f.op} call {f.call} -> {f.kind}{where}")
     return "\n".join(lines)

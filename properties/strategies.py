@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from properties.faults import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
+from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.run_config import MODEL_SIZES, RunConfig
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
@@ -305,6 +305,12 @@ FAULT_OP_CHOICES = (
 FAULT_OPS = st.sampled_from(FAULT_OP_CHOICES)
 FAULT_KINDS = {op: st.sampled_from(("err", *ALTERNATES[op])) for op in BATCHED_STEP_OPS}
 FAULT_ROWS = st.one_of(st.none(), st.integers(0, 7))
+
+
+def in_place_edits(op: str, kind: str) -> st.SearchStrategy[bool]:
+    """Whether a fault's bad logits row is written into the tensor `decode_batch` returned rather
+    than into a copy (`FaultSpec.in_place`); False, drawing nothing, for every other fault."""
+    return st.booleans() if op == "decode_batch" and kind in BAD_ROWS else st.just(False)
 MAX_CALL_INDEX = 2
 
 
@@ -338,7 +344,8 @@ def fault_specs(draw: st.DrawFn, max_faults: int = 2, rows: int = 8, group_cap: 
         call = draw(call_indices(calls_of(op, rows, group_cap)))
         if any(f.op == op and f.call == call for f in faults):
             continue  # only the first fault on a call can fire
-        faults.append(FaultSpec(op, call, draw(FAULT_KINDS[op]), draw(FAULT_ROWS)))
+        kind = draw(FAULT_KINDS[op])
+        faults.append(FaultSpec(op, call, kind, draw(FAULT_ROWS), draw(in_place_edits(op, kind))))
     return tuple(faults)
 
 

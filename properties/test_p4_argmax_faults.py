@@ -4,7 +4,9 @@ others are not, each for one reason that changes what per-row sampling does. At 
 the argmax path: a logits row the per-row sampler refuses (a NaN logit, a +inf logit, nothing
 finite: that row finishes, B9; the batched argmax refuses the batch and every row samples per row,
 B7) or a failed `argmax_batch` (B7). General mixes rarely put such a row on an eligible row next to
-another eligible one."""
+another eligible one. The bad row is written into a copy of the decode's logits or into the very
+tensor the decode returned (`FaultSpec.in_place`): a step that keeps what it derived from the
+logits before the edit (a memo of the argmax, say) decides on stale numbers."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
     """Every sequence bootstraps; one to half of them are ineligible, each for one reason (the
     reasons taken in turn from a drawn start), and the rest eligible (sampled ones among them when
     force_temp_zero makes every row greedy); the levers mostly engage the batched argmax; no fault,
-    a refused row (any row, any kind of `BAD_ROWS`) or a failed `argmax_batch`."""
+    a refused row (any row, any kind of `BAD_ROWS`, in a copy or in place) or a failed `argmax_batch`."""
     spec = draw(world_specs(RUN, min_n=2))
     n = len(spec.seqs)
     spoiled = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=max(1, n // 2))))
@@ -83,9 +85,15 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
         st.sampled_from(
             (
                 None,
-                FaultSpec("decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1))),
-                FaultSpec("decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1))),
-                FaultSpec("decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1))),
+                FaultSpec(
+                    "decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
+                ),
+                FaultSpec(
+                    "decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
+                ),
+                FaultSpec(
+                    "decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
+                ),
                 FaultSpec("argmax_batch", 0, "err"),
             )
         )
