@@ -41,7 +41,7 @@ WARPS = 1
 TARGET_PROGRAMS = 4096
 # Whether a program loads the next tile (and the block ids of the one after) while it computes this
 # one. Either way every output bit is the same: the same operations on the same values, in order.
-# With 2 or 4 warps it gained nothing or lost; with 1 warp it gained a fifth over the best of them.
+# With 2 or 4 warps it gained nothing or lost; with 1 warp it gained a sixth over the best of them.
 PREFETCH = True
 
 
