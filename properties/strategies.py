@@ -305,13 +305,13 @@ FAULT_OP_CHOICES = (
 FAULT_OPS = st.sampled_from(FAULT_OP_CHOICES)
 FAULT_KINDS = {op: st.sampled_from(("err", *ALTERNATES[op])) for op in BATCHED_STEP_OPS}
 FAULT_ROWS = st.one_of(st.none(), st.integers(0, 7))
+MAX_CALL_INDEX = 2
 
 
 def in_place_edits(op: str, kind: str) -> st.SearchStrategy[bool]:
     """Whether a fault's bad logits row is written into the tensor `decode_batch` returned rather
     than into a copy (`FaultSpec.in_place`); False, drawing nothing, for every other fault."""
     return st.booleans() if op == "decode_batch" and kind in BAD_ROWS else st.just(False)
-MAX_CALL_INDEX = 2
 
 
 @functools.lru_cache(maxsize=8)

@@ -81,23 +81,13 @@ def greedy_worlds(draw: st.DrawFn) -> WorldSpec:
         force_temp_zero=forced,
         min_reasoning_floor=12,
     )
-    fault = draw(
-        st.sampled_from(
-            (
-                None,
-                FaultSpec(
-                    "decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
-                ),
-                FaultSpec(
-                    "decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
-                ),
-                FaultSpec(
-                    "decode_batch", 0, draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
-                ),
-                FaultSpec("argmax_batch", 0, "err"),
-            )
-        )
-    )
+
+    def bad_decode_row() -> FaultSpec:
+        kind, row, in_place = draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
+        return FaultSpec("decode_batch", 0, kind, row, in_place)
+
+    choices = (None, bad_decode_row(), bad_decode_row(), bad_decode_row(), FaultSpec("argmax_batch", 0, "err"))
+    fault = draw(st.sampled_from(choices))
     faults = () if fault is None else (fault,)
     return replace(spec, seqs=seqs, bootstrap=tuple(range(len(seqs))), step=step, faults=faults)
 
