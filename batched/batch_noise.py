@@ -32,9 +32,8 @@ def noise_key_rows(seeds: Sequence[int], positions: Sequence[int]) -> list[int]:
 def gumbel_from_keys(keys: torch.Tensor, vocab: int) -> torch.Tensor:
     """[m, V] float64 standard Gumbel noise from keys [4 m] int64 (`noise_key_rows`). On a GPU the
     uniforms come from one kernel (`batched.noise_kernel`, the same bits)."""
-    if available(keys.device):
-        return -torch.log(-torch.log(noise_kernel.noise_uniform(keys, vocab)))
-    return -torch.log(-torch.log(uniform_from_keys(keys, vocab)))
+    uniform = noise_kernel.noise_uniform if available(keys.device) else uniform_from_keys
+    return -torch.log(-torch.log(uniform(keys, vocab)))
 
 
 def uniform_from_keys(keys: torch.Tensor, vocab: int) -> torch.Tensor:
