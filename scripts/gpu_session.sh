@@ -66,10 +66,12 @@
 #                                   (scripts/gpu_bench_vector.sh without its checks, which `prefetch` runs)
 #   scripts/gpu_session.sh settle   the fully batched step's profile at n = 64 (greedy, mixed) and the near-ties P1 and
 #                                   P3 force against it (paged kernel, fast float32)
+#   scripts/gpu_session.sh where    at n = 64 the host time of the fully batched step's pieces and its profile (greedy,
+#                                   mixed), then its catalogue in fast float32 on cuda (as `vmutants`, without its tests)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -266,6 +268,16 @@ elif [ "$part" = settle ]; then
       --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
   done
   nearties vector_step:step_mtp_bootstrap_vectorized float32 60
+elif [ "$part" = where ]; then
+  for mix in greedy mixed; do
+    run "timers-$mix" 45 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
+    run "step-vector-$mix" 50 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
+  done
+  run mutants-vector-fast-f32 $(( ${BUDGET_S:-575} - SECONDS )) $py -m mutants.run --numerics fast --dtype float32 \
+    --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-400}" --max-n "${MAX_N:-16}" \
+    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
+    --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
