@@ -19,9 +19,11 @@ from reference.state import SequenceState
 
 def ints_in(values: Sequence[object], lo: int, hi: int | None = None) -> bool:
     """Every value a plain int with lo <= value (< hi when given)."""
-    if not all(type(v) is int for v in values):
+    if not values:
+        return True
+    if {*map(type, values)} != {int}:  # the types in C, not a generator's call per value
         return False
-    return not values or (min(values) >= lo and (hi is None or max(values) < hi))  # type: ignore[type-var,operator]
+    return min(values) >= lo and (hi is None or max(values) < hi)  # type: ignore[type-var,operator]
 
 
 def block_ids_in(tables: Sequence[Sequence[int]], num_blocks: int) -> bool:
@@ -33,7 +35,11 @@ def block_ids_in(tables: Sequence[Sequence[int]], num_blocks: int) -> bool:
         ids = array("q", flat)  # type: ignore[arg-type]
     except (TypeError, OverflowError):
         return False
-    return not ids or (min(ids) >= 0 and max(ids) < num_blocks)
+    if not ids:
+        return True
+    # One reduction over the converted ids: min and max over the array would box every entry again.
+    lo, hi = torch.frombuffer(ids, dtype=torch.long).aminmax()
+    return int(lo) >= 0 and int(hi) < num_blocks
 
 
 def slots_ok(cfg: ModelConfig, seqs: Sequence[SequenceState]) -> bool:
