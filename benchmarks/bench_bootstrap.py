@@ -17,7 +17,7 @@ import gc
 import math
 import platform
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -81,22 +81,7 @@ def plan_rounds(seconds_per_call: float, s: BenchSettings) -> int:
     return max(s.min_rounds, min(s.max_rounds, wanted))
 
 
-@pytest.fixture
-def intra_op_threads(bench_settings: BenchSettings) -> Iterator[int]:
-    """PyTorch's intra-op threads as the settings ask (0: left as they are) while a cell runs, then
-    put back; yields the count the cell runs with."""
-    before = torch.get_num_threads()
-    if bench_settings.threads:
-        torch.set_num_threads(bench_settings.threads)
-    try:
-        yield torch.get_num_threads()
-    finally:
-        torch.set_num_threads(before)
-
-
-def test_bootstrap(
-    benchmark: Any, case: tuple[int, str], bench_settings: BenchSettings, bandwidth: float, intra_op_threads: int
-) -> None:
+def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchSettings, bandwidth: float) -> None:
     n, impl = case
     s = bench_settings
     step = IMPLS[impl]
@@ -134,7 +119,7 @@ def test_bootstrap(
             "impl": impl,
             "device": s.device,
             "device_name": device_name(s.device),
-            "threads": intra_op_threads,
+            "threads": torch.get_num_threads(),  # the root conftest's MTP_VERIFY_THREADS (default 1)
             "dtype": s.dtype,
             "numerics": s.numerics,
             "mix": s.mix,

@@ -20,9 +20,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-numerics", default=None, help="fast or exact (env MTP_BENCH_NUMERICS)")
     group.addoption("--bench-budget", default=None, help="timed seconds per benchmark (env MTP_BENCH_BUDGET)")
     group.addoption("--bench-mix", default=None, help="mixed or greedy sequence mix (env MTP_BENCH_MIX)")
-    group.addoption(
-        "--bench-threads", default=None, help="PyTorch intra-op threads, 0: its default (env MTP_BENCH_THREADS)"
-    )
 
 
 @pytest.fixture(scope="session")

@@ -22,10 +22,8 @@ ENV_DTYPE = "MTP_BENCH_DTYPE"
 ENV_NUMERICS = "MTP_BENCH_NUMERICS"
 ENV_BUDGET = "MTP_BENCH_BUDGET"
 ENV_MIX = "MTP_BENCH_MIX"
-ENV_THREADS = "MTP_BENCH_THREADS"
 MIXES = ("mixed", "greedy")  # mixed: every fourth row samples; greedy: every row is greedy
-# --bench-<key> in benchmarks/conftest.py
-OPTIONS = ("sizes", "hidden", "dtype", "numerics", "budget", "mix", "threads")
+OPTIONS = ("sizes", "hidden", "dtype", "numerics", "budget", "mix")  # --bench-<key> in benchmarks/conftest.py
 
 
 class NoCudaDevice(ValueError):
@@ -56,9 +54,6 @@ class BenchSettings:
     min_rounds: int
     max_rounds: int
     warmup_rounds: int  # besides the counted run and the calibration run, which come first
-    # PyTorch's intra-op threads while a cell runs; 0: PyTorch's own default. A GPU serving worker runs
-    # one (its host work is small tensors and Python, where a pool of threads only adds contention).
-    threads: int = 0
 
     @property
     def on_cuda(self) -> bool:
@@ -86,7 +81,6 @@ CUDA_DEFAULTS = BenchSettings(
     min_rounds=3,
     max_rounds=200,
     warmup_rounds=0,
-    threads=1,
 )
 
 CPU_DEFAULTS = BenchSettings(
@@ -139,8 +133,7 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 
 def resolve(options: Mapping[str, str | None], env: Mapping[str, str] | None = None) -> BenchSettings:
     """The settings for this session: defaults for the device, then each of `options` (keys device,
-    sizes, hidden, dtype, numerics, budget, mix, threads; None = not given) or else its environment
-    variable."""
+    sizes, hidden, dtype, numerics, budget, mix; None = not given) or else its environment variable."""
     env = os.environ if env is None else env
     device = resolve_device(options.get("device"))
     base = CUDA_DEFAULTS if device.startswith("cuda") else CPU_DEFAULTS
@@ -164,10 +157,6 @@ def resolve(options: Mapping[str, str | None], env: Mapping[str, str] | None = N
         if mix not in MIXES:
             raise ValueError(f"benchmark mix {mix!r}: expected one of {', '.join(MIXES)}")
         out = replace(out, mix=mix)
-    if (threads := pick("threads", ENV_THREADS)) is not None:
-        if not threads.isdigit():
-            raise ValueError(f"benchmark threads {threads!r}: expected a whole number (0: PyTorch's default)")
-        out = replace(out, threads=int(threads))
     return out
 
 

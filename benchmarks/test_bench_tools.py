@@ -25,13 +25,6 @@ def test_settings_resolve_overrides_and_rejects_bad_sizes() -> None:
         resolve({"device": "tpu"}, env={})
 
 
-def test_settings_threads_default_and_refusal() -> None:
-    assert resolve({"device": "cpu"}, env={}).threads == 0  # PyTorch's own default on the CPU
-    assert resolve({"device": "cpu"}, env={"MTP_BENCH_THREADS": "1"}).threads == 1
-    with pytest.raises(ValueError, match="benchmark threads 'two'"):
-        resolve({"device": "cpu", "threads": "two"}, env={})
-
-
 def test_weight_bytes_cover_every_weight_once() -> None:
     w = build_bench_world(CPU_DEFAULTS, 2).model.weights
     assert sum(weight_bytes(w)) == sum(t.numel() * t.element_size() for t in w.state_dict().values())

@@ -66,9 +66,8 @@
 #                                   (scripts/gpu_bench_vector.sh without its checks, which `prefetch` runs)
 #   scripts/gpu_session.sh settle   the fully batched step's profile at n = 64 (greedy, mixed) and the near-ties P1 and
 #                                   P3 force against it (paged kernel, fast float32)
-#   scripts/gpu_session.sh threads  the hand-built mixes in fast float32, the fully batched step at n = 64 with PyTorch's
-#                                   default intra-op threads (the benchmark's setting before), the host time of its
-#                                   pieces at n = 64, then the three-way n = 1..256 sweep with one intra-op thread
+#   scripts/gpu_session.sh threads  the hand-built mixes in fast float32, the fully batched step alone at n = 64 (greedy,
+#                                   mixed), the host time of its pieces at n = 64, then the three-way n = 1..256 sweep
 #   scripts/gpu_session.sh where    at n = 64 the host time of the fully batched step's pieces and its profile (greedy,
 #                                   mixed), then its catalogue in fast float32 on cuda (as `vmutants`, without its tests)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
@@ -275,9 +274,9 @@ elif [ "$part" = threads ]; then
   run mixes-fast-f32 70 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32
   for mix in greedy mixed; do
-    run "bench-$mix-64-threads-default" 60 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py \
-      --device "$dev" --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --bench-threads 0 -k vector \
-      --benchmark-json "$res/bench-$mix-64-threads-default.json"
+    run "bench-$mix-64-vector-only" 60 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py \
+      --device "$dev" --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 -k vector \
+      --benchmark-json "$res/bench-$mix-64-vector-only.json"
     run "timers-$mix" 45 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
   done
   SKIP_CHECKS=1 BENCH_S=$(( (585 - SECONDS) / 2 - 10 )) OUT="$res/vector" run vector-bench $((590 - SECONDS)) \
