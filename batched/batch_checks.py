@@ -8,11 +8,11 @@ to the per-row checks, which raise with the message that names the row and the v
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 
 import torch
 
+from batched.int_pack import packed
 from reference.model.config import ModelConfig
 from reference.state import SequenceState
 
@@ -31,14 +31,13 @@ def block_ids_in(tables: Sequence[Sequence[int]], num_blocks: int) -> bool:
     flat: list[object] = []
     for t in tables:
         flat += t  # one list, then one conversion: faster than converting a chain
-    try:
-        ids = array("q", flat)  # type: ignore[arg-type]
-    except (TypeError, OverflowError):
-        return False
-    if not ids:
+    if not flat:
         return True
-    # One reduction over the converted ids: min and max over the array would box every entry again.
-    lo, hi = torch.frombuffer(ids, dtype=torch.long).aminmax()
+    try:
+        ids = packed(flat)  # type: ignore[arg-type]
+    except TypeError:  # an entry that is not an integer in int64 range, as array("q") refuses
+        return False
+    lo, hi = ids.aminmax()  # one reduction: min and max over Python ints would box every entry again
     return int(lo) >= 0 and int(hi) < num_blocks
 
 

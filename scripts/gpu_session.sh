@@ -68,12 +68,14 @@
 #                                   P3 force against it (paged kernel, fast float32)
 #   scripts/gpu_session.sh threads  the hand-built mixes in fast float32, the fully batched step alone at n = 64 (greedy,
 #                                   mixed), the host time of its pieces at n = 64, then the three-way n = 1..256 sweep
+#   scripts/gpu_session.sh pack     the GPU tests of the static passes (their inputs packed into pinned memory), the
+#                                   hand-built mixes in fast float32 and the host time of the step's pieces at n = 64
 #   scripts/gpu_session.sh where    at n = 64 the host time of the fully batched step's pieces and its profile (greedy,
 #                                   mixed), then its catalogue in fast float32 on cuda (as `vmutants`, without its tests)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|threads}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|threads|pack}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -270,6 +272,13 @@ elif [ "$part" = settle ]; then
       --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
   done
   nearties vector_step:step_mtp_bootstrap_vectorized float32 60
+elif [ "$part" = pack ]; then
+  run gpu-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_int_pack.py -m "gpu or not gpu"
+  run mixes-fast-f32 50 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
+    --device "$dev" --numerics fast --dtype float32
+  for mix in greedy mixed; do
+    run "timers-$mix" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
+  done
 elif [ "$part" = threads ]; then
   run mixes-fast-f32 70 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32

@@ -19,7 +19,7 @@ from tests.test_batched_model_equiv import Mix, mixes
 DECODE_CORRUPTIONS = (
     "none", "rank", "no_rows", "token_count", "token_high", "token_negative", "token_bool", "slot_twice",
     "slot_high", "ssm_twice", "ssm_high", "seq_len_full", "seq_len_negative", "table_short", "block_high",
-    "block_float", "unsorted", "write_twice",
+    "block_float", "block_negative", "block_past_int64", "unsorted", "write_twice",
 )  # fmt: skip
 
 
@@ -68,6 +68,10 @@ def corrupt_decode(mix: Mix, kind: str, data: st.DataObject) -> tuple[list[Any],
             s.block_table[-1] = cfg.num_blocks
         case "block_float":
             s.block_table[0] = 1.0
+        case "block_negative":
+            s.block_table[0] = -1
+        case "block_past_int64":
+            s.block_table[-1] = 2**63
         case "unsorted":
             seqs.reverse()
         case "write_twice":
@@ -90,8 +94,8 @@ def test_decode_checks_agree_with_the_per_row_checks(kind: str, mix: Mix, data: 
 
 PROPOSE_CORRUPTIONS = (
     "none", "rank", "lengths", "stash_high", "no_stash", "k_high", "k_bool", "k_zero", "token_high",
-    "position_negative", "past_span", "table_short", "block_high", "stride_full", "stride_over", "slot_twice",
-    "write_twice",
+    "position_negative", "past_span", "table_short", "block_high", "block_float", "stride_full", "stride_over",
+    "slot_twice", "write_twice",
 )  # fmt: skip
 
 
@@ -129,6 +133,8 @@ def test_propose_checks_agree_with_the_per_row_checks(kind: str, mix: Mix, data:
             s.draft_block_table = s.draft_block_table[: (positions[j] + k - 1) // cfg.block_size]
         case "block_high":
             s.draft_block_table[-1] = cfg.num_draft_blocks
+        case "block_float":
+            s.draft_block_table[0] = 0.0
         case "stride_full" | "stride_over":
             room = stride + (kind == "stride_over") - len(s.draft_block_table)
             s.draft_block_table = s.draft_block_table[: stride + (kind == "stride_over")] + [0] * max(0, room)
