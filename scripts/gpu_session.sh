@@ -68,7 +68,7 @@
 #                                   P3 force against it (paged kernel, fast float32)
 #   scripts/gpu_session.sh threads  the hand-built mixes in fast float32, the fully batched step alone at n = 64 (greedy,
 #                                   mixed), the host time of its pieces at n = 64, then the three-way n = 1..256 sweep
-#   scripts/gpu_session.sh pack     the GPU tests of the static passes (their inputs packed into pinned memory), the
+#   scripts/gpu_session.sh pack     the GPU tests of the static passes (their integer inputs packed with struct), the
 #                                   hand-built mixes in fast float32 and the host time of the step's pieces at n = 64
 #   scripts/gpu_session.sh where    at n = 64 the host time of the fully batched step's pieces and its profile (greedy,
 #                                   mixed), then its catalogue in fast float32 on cuda (as `vmutants`, without its tests)

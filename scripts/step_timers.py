@@ -50,7 +50,6 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (padded_passes, "row_sections"),
     (StaticPass, "load"),
     (Staging, "copy_to"),
-    (Staging, "pack_to"),
     (HostCopy, "of"),
     (HostCopy, "values"),
     (PassCache, "run"),

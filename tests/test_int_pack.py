@@ -1,5 +1,5 @@
-"""`batched.int_pack`: packing Python ints into int64 bytes gives what `array("q", ...)` gives and
-refuses what it refuses; the writable view writes the tensor's own bytes."""
+"""`batched.int_pack`: packing Python ints into int64 gives what `array("q", ...)` gives and refuses
+what it refuses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batched.int_pack import pack_into, packed, writable_view
+from batched.int_pack import packed
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 
@@ -27,16 +27,3 @@ def test_packing_refuses_what_the_array_conversion_refuses(bad: object) -> None:
         array("q", [bad])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="int64 packing"):
         packed([1, bad, 2])  # type: ignore[list-item]
-
-
-@given(st.lists(INT64, min_size=1, max_size=64))
-def test_pack_into_a_tensor_writes_its_elements(values: list[int]) -> None:
-    t = torch.full((len(values) + 3,), 7, dtype=torch.long)
-    pack_into(writable_view(t), values)
-    assert t[: len(values)].tolist() == values
-    assert t[len(values) :].tolist() == [7, 7, 7]  # nothing past the values
-
-
-def test_writable_view_needs_a_contiguous_cpu_tensor() -> None:
-    with pytest.raises(ValueError, match="contiguous CPU tensor"):
-        writable_view(torch.zeros(4, 4, dtype=torch.long).t())
