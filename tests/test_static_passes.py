@@ -167,9 +167,9 @@ def test_graph_replays_equal_eager_passes(numerics: str, mix: Mix) -> None:
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
 @given(sections=st.lists(st.lists(st.integers(-(2**62), 2**62), min_size=1, max_size=40), min_size=1, max_size=4))
 def test_a_pass_loads_its_sections_in_order(device: str, sections: list[list[int]]) -> None:
-    """The integer inputs land in the pass's buffer section by section (on CUDA packed into pinned
-    memory and copied without a sync); a second load, which reuses the pinned buffer once the first
-    copy has landed, replaces them."""
+    """The integer inputs land in the pass's buffer section by section (on CUDA through a pinned
+    buffer, copied without a sync); a second load, which reuses the pinned buffer once the first copy
+    has landed, replaces them."""
     p = PassCache(torch.device(device)).get(("load",), [len(s) for s in sections])
     for shift in (0, 1):
         want = [[v + shift for v in s] for s in sections]
