@@ -70,12 +70,14 @@
 #                                   mixed), the host time of its pieces at n = 64, then the three-way n = 1..256 sweep
 #   scripts/gpu_session.sh pack     the GPU tests of the static passes (their integer inputs packed with struct), the
 #                                   hand-built mixes in fast float32 and the host time of the step's pieces at n = 64
+#   scripts/gpu_session.sh repeat   the fully batched step alone at n = 64, greedy and mixed, in REPEATS (3) separate
+#                                   benchmark processes and as many timer processes: how far one host's medians move
 #   scripts/gpu_session.sh where    at n = 64 the host time of the fully batched step's pieces and its profile (greedy,
 #                                   mixed), then its catalogue in fast float32 on cuda (as `vmutants`, without its tests)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|threads|pack}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|threads|pack|repeat}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -272,6 +274,24 @@ elif [ "$part" = settle ]; then
       --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
   done
   nearties vector_step:step_mtp_bootstrap_vectorized float32 60
+elif [ "$part" = repeat ]; then
+  for i in $(seq "${REPEATS:-3}"); do
+    for mix in greedy mixed; do
+      run "bench-$mix-64-$i" 60 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+        --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 -k vector --benchmark-json "$res/bench-$mix-64-$i.json"
+      run "timers-$mix-$i" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 \
+        --out "$res/timers-$mix-$i.json"
+    done
+  done
+  $py - "$res" <<'PY' | tee "$res/repeat.md"
+import glob, json, sys
+res = sys.argv[1]
+print("| mix | benchmark medians (ms) | timer medians (ms) |\n|---|---|---|")
+for mix in ("greedy", "mixed"):
+    bench = [json.load(open(f))["benchmarks"][0]["stats"]["median"] * 1e3 for f in sorted(glob.glob(f"{res}/bench-{mix}-64-*.json"))]
+    timers = [json.load(open(f))["median_ms"] for f in sorted(glob.glob(f"{res}/timers-{mix}-*.json"))]
+    print(f"| {mix} | {', '.join(f'{x:.2f}' for x in bench)} | {', '.join(f'{x:.2f}' for x in timers)} |")
+PY
 elif [ "$part" = pack ]; then
   run gpu-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_int_pack.py -m "gpu or not gpu"
   run mixes-fast-f32 50 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
