@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
+from batched.int_pack import packed
 from reference.model.paged_kv import to_device
 
 
@@ -24,8 +25,7 @@ def column(values: Sequence[float], device: torch.device) -> torch.Tensor:
 
 def int_column(values: Sequence[int], device: torch.device) -> torch.Tensor:
     """[m] int64 on `device` from host ints (one copy, no host sync)."""
-    host = torch.frombuffer(array("q", values), dtype=torch.int64) if values else torch.zeros(0, dtype=torch.int64)
-    return to_device(host, device)
+    return to_device(packed(values), device)
 
 
 def divisors(values: Sequence[float], device: torch.device) -> list[float]:
