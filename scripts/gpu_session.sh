@@ -66,7 +66,7 @@
 #                                   (scripts/gpu_bench_vector.sh without its checks, which `prefetch` runs)
 #   scripts/gpu_session.sh settle   the fully batched step's profile at n = 64 (greedy, mixed) and the near-ties P1 and
 #                                   P3 force against it (paged kernel, fast float32)
-#   scripts/gpu_session.sh threads  the hand-built mixes in fast float32, the fully batched step alone at n = 64 (greedy,
+#   scripts/gpu_session.sh resweep the hand-built mixes in fast float32, the fully batched step alone at n = 64 (greedy,
 #                                   mixed), the host time of its pieces at n = 64, then the three-way n = 1..256 sweep
 #   scripts/gpu_session.sh pack     the GPU tests of the static passes (their integer inputs packed with struct), the
 #                                   hand-built mixes in fast float32 and the host time of the step's pieces at n = 64
@@ -77,7 +77,7 @@
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|threads|pack|repeat}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -299,7 +299,7 @@ elif [ "$part" = pack ]; then
   for mix in greedy mixed; do
     run "timers-$mix" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
   done
-elif [ "$part" = threads ]; then
+elif [ "$part" = resweep ]; then
   run mixes-fast-f32 70 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32
   for mix in greedy mixed; do
