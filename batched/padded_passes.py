@@ -9,6 +9,7 @@ numerics) and write nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import torch
 
@@ -88,6 +89,44 @@ def propose_padded(
     makes them: (drafts, confidences; empty lists unless `with_conf`). A member whose stash row is not
     finite raises ModelError, and then nothing is written: the pass checks its input rows itself and
     puts back the drafter cache entries it wrote, so the check costs no host read of its own."""
+    launch = launch_propose(model, cache, tokens, positions, stash_idx, k, seqs, with_conf, read)
+    host = launch.out[:, : len(seqs)].T.tolist()  # one device-to-host copy: drafts, confidences, finite flags
+    return finish_propose(model, launch, host, stash_idx, [s.slot_idx for s in seqs], positions)
+
+
+@dataclass(slots=True)
+class ProposeLaunch:
+    """A propose pass queued on the device, nothing read back: its `hidden` [R, H] and `out`
+    [k (+ k) + 1 (+ 1), R] (drafts, confidences when asked, finite flags, and for a pass on device
+    tokens the tokens it used), the drafter logits of each step, and for a pass on device tokens the
+    drafter cache entries it overwrote, (keys, values) per step, [L, R, Hh, D] each."""
+
+    n: int
+    k: int
+    with_conf: bool
+    blocks: list[torch.Tensor]
+    offs: list[torch.Tensor]
+    hidden: torch.Tensor
+    out: torch.Tensor
+    step_logits: list[torch.Tensor]
+    overwritten: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)
+
+
+def launch_propose(
+    model: TinyMtpModel,
+    cache: PassCache,
+    tokens: list[int],
+    positions: list[int],
+    stash_idx: list[int],
+    k: int,
+    seqs: list[SequenceState],
+    with_conf: bool,
+    read: Read | None = None,
+    ahead: torch.Tensor | None = None,
+) -> ProposeLaunch:
+    """Queue the propose pass of `propose_padded` (no host read). With `ahead` (the tokens, [n] int64
+    on the device, in place of `tokens`) the members' input rows are `hidden_states[stash_idx]`, not
+    the stash's, and the pass also hands back the tokens it used and the entries it overwrote."""
     cfg, n, bs = model.cfg, len(seqs), model.cfg.block_size
     rows = row_bucket(n)
     need = draft_span_blocks(cfg, model.nm.exact, [p + k - 1 for p in positions])
@@ -103,17 +142,19 @@ def propose_padded(
         *[[(p + i) % bs for p in pos] for i in range(k)],
         flat_tables(tabs, span),
     ]
-    stash = model.stash
-    assert stash is not None  # the checks ran
+    source = model.stash if ahead is None else model.hidden_states
+    assert source is not None  # the checks ran
     sizes = [rows] * (4 + 2 * k) + [rows * span]
-    p = cache.get(("propose", rows, span, k, with_conf), sizes)
+    p = cache.get(("propose", rows, span, k, with_conf, ahead is not None), sizes)
     p.load(sections)
     tok, stash_rows, base_len, write_rows = p.views[:4]
     blocks, offs, tables = p.views[4 : 4 + k], p.views[4 + k : 4 + 2 * k], p.views[-1].view(rows, span)
+    if ahead is not None:
+        tok.copy_(ahead.index_select(0, write_rows))  # padding rows take row 0's token
     kv = model.draft_kv
 
     def run() -> tuple[torch.Tensor, ...]:
-        hidden = stash.index_select(0, stash_rows)  # [R, H]
+        hidden = source.index_select(0, stash_rows)  # [R, H]
         finite = torch.isfinite(hidden).all(dim=1)  # [R]: a padding row repeats member 0
         written = [(kv.k[:, blocks[i], offs[i]], kv.v[:, blocks[i], offs[i]]) for i in range(k)]  # [L, R, Hh, D]
         t, drafts, confs, step_logits = tok, [], [], []
@@ -130,17 +171,35 @@ def propose_padded(
             kv.k[:, blocks[i], offs[i]] = torch.where(ok, kv.k[:, blocks[i], offs[i]], old_k)
             kv.v[:, blocks[i], offs[i]] = torch.where(ok, kv.v[:, blocks[i], offs[i]], old_v)
         out = torch.cat([torch.stack(drafts + confs).double(), finite.double()[None]])  # [k (+ k) + 1, R]
-        return hidden, out, *step_logits
+        if ahead is None:
+            return hidden, out, *step_logits
+        out = torch.cat([out, tok.double()[None]])  # + the tokens: [k (+ k) + 2, R]
+        return hidden, out, *step_logits, *[x for pair in written for x in pair]
 
-    (hidden, host_rows, *step_logits), _ = cache.run(p, run)
-    host = host_rows[:, :n].T.tolist()  # one device-to-host copy: drafts, confidences, finite flags
+    (hidden, out, *rest), _ = cache.run(p, run)
+    step_logits, old = rest[:k], rest[k:]
+    overwritten = [(old[2 * i], old[2 * i + 1]) for i in range(len(old) // 2)]
+    return ProposeLaunch(n, k, with_conf, list(blocks), list(offs), hidden, out, step_logits, overwritten)
+
+
+def finish_propose(
+    model: TinyMtpModel,
+    launch: ProposeLaunch,
+    host: list[list[float]],
+    stash_idx: list[int],
+    slots: list[int],
+    positions: list[int],
+) -> tuple[list[list[int]], list[list[float]]]:
+    """What a launched pass hands back, from `host` (its `out` rows per member: drafts, confidences,
+    finite flag): ModelError for a member whose input row is not finite, else the drafter rows
+    captured, `hidden_states` rows 0..n-1 written, and (drafts, confidences)."""
+    n, k, with_conf = launch.n, launch.k, launch.with_conf
     bad = next((g for g, row in enumerate(host) if not row[-1]), None)
     if bad is not None:
         raise ModelError(f"member {bad} (stash row {stash_idx[bad]}): drafter input is not finite").context(
             "run_mtp_propose_batched"
         )
-    slots = [s.slot_idx for s in seqs]
-    for i, logits in enumerate(step_logits):
+    for i, logits in enumerate(launch.step_logits):
         capture_draft_rows(slots, positions, i, logits[:n])
-    model.hidden_states[:n].copy_(hidden[:n])
+    model.hidden_states[:n].copy_(launch.hidden[:n])
     return [[int(d) for d in row[:k]] for row in host], [row[k:-1] for row in host] if with_conf else []

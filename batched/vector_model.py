@@ -17,16 +17,18 @@ is a `BatchedMtpModel`. `from_model` turns a `BatchedMtpModel` into one, sharing
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from batched import noise_kernel
-from batched.batch_checks import decode_batch_ok, propose_batch_ok
+from batched.batch_checks import decode_batch_ok, ints_in, propose_batch_ok
 from batched.batched_model import BatchedMtpModel
-from batched.padded_passes import Read, decode_padded, propose_padded
+from batched.padded_passes import Read, decode_padded, launch_propose, propose_padded
 from batched.paged_attention import paged_read, warm
+from batched.propose_ahead import Ahead, kv_versions, matches, row_inputs, side_stream, stashed, take, undo
 from batched.static_passes import HostCopy, PassCache, padded, row_bucket
 from batched.triton_device import available
 from reference.errors import ModelError
@@ -49,6 +51,10 @@ class VectorMtpModel(BatchedMtpModel):
     _pending: list[int] | None = None  # SSM slots whose checkpoint copy is pending; None: not deferring
     _passes: PassCache | None = None  # made on first use: a clone starts without graphs
     _verdicts: Verdicts | None = None  # the last decode's batched-argmax work
+    _ahead: Ahead | None = None  # the propose launched ahead, not yet taken or undone
+    _ahead_passes: PassCache | None = None  # its passes: a memory pool of their own (another stream)
+    _ahead_call: tuple[list[int], list[SequenceState]] | None = None  # the call whose checks it passed
+    ahead: bool = True  # whether `propose_ahead` launches anything
     graph_after: int | None = 1
     paged: bool = True  # fast numerics on a GPU: attention reads the paged cache in place
 
@@ -62,6 +68,7 @@ class VectorMtpModel(BatchedMtpModel):
             setattr(new, name, value)
         new._passes = None
         new._verdicts = None
+        new._ahead = new._ahead_passes = new._ahead_call = None
         new.graph_after = graph_after
         new.paged = paged
         return new
@@ -77,7 +84,7 @@ class VectorMtpModel(BatchedMtpModel):
     def clone(self) -> VectorMtpModel:
         """As `TinyMtpModel.clone`, keeping `graph_after` (the clone makes its own passes)."""
         new = super().clone()
-        new.graph_after, new.paged = self.graph_after, self.paged
+        new.graph_after, new.paged, new.ahead = self.graph_after, self.paged, self.ahead
         return new
 
     def pass_cache(self) -> PassCache:
@@ -108,7 +115,20 @@ class VectorMtpModel(BatchedMtpModel):
         seqs: list[SequenceState],
         rank: int,
     ) -> None:
-        """All members at once (`batched.batch_checks`); one by one, for the message, when that fails."""
+        """All members at once (`batched.batch_checks`); one by one, for the message, when that fails.
+        A call that matches the propose launched ahead (whose launch ran these checks on the same
+        inputs) checks only its tokens."""
+        a = self._ahead
+        if (
+            a is not None
+            and type(rank) is int
+            and rank == 0
+            and matches(a, self, positions, stash_idx, k, seqs)
+            and len(tokens) == len(seqs)
+            and ints_in(tokens, 0, self.cfg.vocab_size)
+        ):
+            self._ahead_call = (tokens, seqs)
+            return
         if not propose_batch_ok(self.cfg, self.stash, self.meta_stride, tokens, positions, stash_idx, k, seqs, rank):
             super()._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
 
@@ -125,10 +145,13 @@ class VectorMtpModel(BatchedMtpModel):
             and rows == list(range(n))
         ):
             self.stash[:n].copy_(self.hidden_states[:n])
+            if self._ahead is not None:
+                stashed(self._ahead, self, n)
             return
         super().stash_verify_hidden_rows(rows, rank)
 
     def _decode_rows(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
+        self.settle_ahead()
         logits, verdicts = decode_padded(self, self.pass_cache(), tokens, seqs, self.attention_read())
         self._verdicts = Verdicts(logits, logits._version, verdicts)
         return logits
@@ -152,12 +175,61 @@ class VectorMtpModel(BatchedMtpModel):
         seqs: list[SequenceState],
         conf_out: list[list[float]] | None,
     ) -> list[list[int]]:
+        a, call = self._ahead, self._ahead_call
+        if a is not None:
+            self._ahead = self._ahead_call = None
+            matched = call is not None and call[0] is tokens and call[1] is seqs
+            taken = take(a, self, tokens, conf_out is not None) if matched else None
+            if taken is not None:
+                if conf_out is not None:
+                    conf_out[:] = taken[1]
+                return taken[0]
+            undo(a, self)
         drafts, confs = propose_padded(
             self, self.pass_cache(), tokens, positions, stash_idx, k, seqs, conf_out is not None, self.attention_read()
         )
         if conf_out is not None:
             conf_out[:] = confs
         return drafts
+
+    def propose_ahead(self, tokens: torch.Tensor, seqs: list[SequenceState], k: int, with_conf: bool) -> None:
+        """Launch now the batched propose of rows 0..n-1 of the decode just run, k drafts each, from
+        `tokens` ([n] int64 on this model's device, queued; `batched.propose_ahead`), for a later
+        `run_mtp_propose_batched` that asks exactly that to take. Launches nothing when the call's
+        checks would refuse those inputs, for fewer than 2 rows, or when `ahead` is off. A propose
+        launched earlier and not taken is undone first."""
+        self.settle_ahead()
+        n, cfg = len(seqs), self.cfg
+        if not self.ahead or n < 2 or tokens.shape != (n,) or tokens.dtype != torch.int64:
+            return
+        if tokens.device != self.device or n > cfg.stash_capacity:
+            return
+        positions, rows = [s.seq_len for s in seqs], list(range(n))
+        if not propose_batch_ok(cfg, self.stash, self.meta_stride, [0] * n, positions, rows, k, seqs, 0) or k < 1:
+            return
+        if self._ahead_passes is None:
+            self._ahead_passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
+        stream = side_stream(self.device)
+        hidden_version = self.hidden_states._version
+        with nullcontext() if stream is None else torch.cuda.stream(stream):
+            launch = launch_propose(
+                self, self._ahead_passes, [0] * n, positions, rows, k, seqs, with_conf, self.attention_read(), tokens
+            )
+            host = HostCopy.of(launch.out[:, :n])
+        inputs, versions = row_inputs(seqs), kv_versions(self)
+        self._ahead = Ahead(launch, list(seqs), inputs, positions, hidden_version, versions, host, tokens, stream)
+
+    def settle_ahead(self) -> None:
+        """Undo the propose launched ahead if it is still pending (nothing otherwise)."""
+        a, self._ahead, self._ahead_call = self._ahead, None, None
+        if a is not None:
+            undo(a, self)
+
+    def run_mtp_propose_multi(self, *args: Any, **kwargs: Any) -> list[int]:
+        """As `TinyMtpModel.run_mtp_propose_multi`, once a propose launched ahead is undone (it wrote
+        the drafter cache entries this one may write)."""
+        self.settle_ahead()
+        return super().run_mtp_propose_multi(*args, **kwargs)
 
     @contextmanager
     def deferred_checkpoints(self) -> Iterator[None]:

@@ -8,6 +8,7 @@ a second pass. Tokens, refusal flags and logprobs of every pass come back in one
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -20,6 +21,7 @@ from batched.row_scalars import int_column
 from batched.row_table import eos_held, greedy_rows, row_table
 from batched.sample_requests import sample_request
 from reference.errors import ModelError, format_chain
+from reference.model.kernels import argmax_rows
 from reference.sampling import SamplingError
 from reference.sched_ctx import LogitsContext, SchedCtx
 from reference.state import ActiveSeq, TokenLogprobs
@@ -53,9 +55,18 @@ def batched_argmax(
 
 
 def sample_all(
-    model: BatchedModel, logits: torch.Tensor, refs: list[ActiveSeq], sched: SchedCtx, verify_ctx: LogitsContext
+    model: BatchedModel,
+    logits: torch.Tensor,
+    refs: list[ActiveSeq],
+    sched: SchedCtx,
+    verify_ctx: LogitsContext,
+    ahead: Callable[[torch.Tensor], None] | None = None,
 ) -> list[RowResult]:
-    """Row j's result for every row of logits [n, V] (row j = refs[j]). Changes no sequence."""
+    """Row j's result for every row of logits [n, V] (row j = refs[j]). Changes no sequence. `ahead`,
+    when given, is called once the first pass is queued and before any host read, with every row's
+    token as the device will have it ([n] int64: the pass's for its rows, the argmax elsewhere); a
+    row the passes later refuse, or that a failed `argmax_batch` sends to a second pass, may end up
+    with another token, or none."""
     n, vocab = len(refs), model.vocab_size()
     floor = sched.watchdog.min_reasoning_floor
     table = row_table(refs, floor)
@@ -73,6 +84,8 @@ def sample_all(
     try_argmax = n_greedy >= 2
     first = [j for j in range(n) if not (try_argmax and greedy[j])]
     passes = [pass_for(first)] if first else []
+    if ahead is not None:
+        ahead(device_tokens(logits, n, passes))
     batch_toks = batched_argmax(model, logits, n, n_greedy, sched) if try_argmax else None
     if try_argmax and batch_toks is None:
         passes.append(pass_for([j for j in range(n) if greedy[j]]))
@@ -99,6 +112,17 @@ def sample_all(
             if results[j].error is None:
                 results[j].logprobs = to_logprobs(lp, i, results[j].token, chosen, ids, lps, undefined)
     return results
+
+
+def device_tokens(logits: torch.Tensor, n: int, passes: list[SampledRows]) -> torch.Tensor:
+    """[n] int64 on the logits' device: row j's token from the pass that has row j, else its argmax
+    (ties to the lowest id); queued, nothing read back."""
+    dev = logits.device
+    tokens = argmax_rows(logits) if logits.dim() == 2 else torch.zeros(n, dtype=torch.int64, device=dev)
+    for p in passes:
+        if p.requests and p.shape_error is None:
+            tokens = tokens.index_copy(0, int_column([r.row for r in p.requests], dev), p.tokens)
+    return tokens
 
 
 def _logprobs(

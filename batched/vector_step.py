@@ -15,7 +15,10 @@ batched argmax does not serve is argmaxed inside the sampling pass (`PER_ROW_FAS
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import nullcontext
+
+import torch
 
 from batched.batch_logprobs import check_count
 from batched.protocol import BatchedModel
@@ -60,9 +63,15 @@ def step_mtp_bootstrap_vectorized(
             a.finished = True
         return
 
-    proposing = emit_rows(refs, sample_all(model, logits, refs, sched, verify_ctx), sched)
-    if proposing and stash_all(model, n):  # B13
-        propose_from_stash(model, refs, proposing, sched, ladder_nd)
+    try:
+        results = sample_all(model, logits, refs, sched, verify_ctx, propose_ahead(model, refs, sched, ladder_nd))
+        proposing = emit_rows(refs, results, sched)
+        if proposing and stash_all(model, n):  # B13
+            propose_from_stash(model, refs, proposing, sched, ladder_nd)
+    finally:
+        settle = getattr(model, "settle_ahead", None)
+        if settle is not None:  # a propose launched ahead and not taken leaves nothing behind
+            settle()
     checkpoint_rows(model, refs)  # B23
 
     if sched.telemetry.once("log:mtp_batched_bootstrap"):
@@ -70,6 +79,25 @@ def step_mtp_bootstrap_vectorized(
             f"MTP batched bootstrap ENGAGED (n={n}): one decode_batch + batched propose "
             f"replaces {n} M=1 decodes + {n} drafter forwards per draft position"
         )
+
+
+def propose_ahead(
+    model: BatchedModel, refs: list[ActiveSeq], sched: SchedCtx, ladder_nd: int
+) -> Callable[[torch.Tensor], None] | None:
+    """What launches the batched propose ahead (`batched.propose_ahead`) from the rows' device tokens,
+    when the model can and the step will likely make that call: two or more rows, a ladder of at least
+    one draft, all rows in one group, and every row batchable once its token is emitted (no grammar,
+    room for the full ladder). The call decides whether it takes the result; a wrong guess costs a pass."""
+    launch = getattr(model, "propose_ahead", None)
+    n = len(refs)
+    if launch is None or n < 2 or ladder_nd < 1 or max(model.mtp_propose_batch_max(), 1) < n:
+        return None
+    if any(a.grammar_state is not None or a.max_tokens - len(a.output_tokens) - 1 < ladder_nd for a in refs):
+        return None
+    levers = sched.levers
+    with_conf = levers.dcut_enabled or levers.draft_stop_logprob is not None  # B18
+    seqs = [a.seq for a in refs]
+    return lambda tokens: launch(tokens, seqs, ladder_nd, with_conf)
 
 
 def emit_rows(refs: list[ActiveSeq], results: list[RowResult], sched: SchedCtx) -> list[int]:

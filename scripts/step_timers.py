@@ -46,6 +46,9 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (vector_step, "propose_from_stash"),
     (VectorMtpModel, "_check_propose_batched"),
     (vector_model, "propose_padded"),
+    (VectorMtpModel, "propose_ahead"),
+    (vector_model, "take"),
+    (vector_model, "undo"),
     (vector_step, "checkpoint_rows"),
     (padded_passes, "row_sections"),
     (StaticPass, "load"),
@@ -103,6 +106,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--staging-parts", action="store_true", help="time each statement of a staged copy")
     p.add_argument("--prefetch", type=int, choices=(0, 1), default=None, help="the paged kernel's loading ahead")
+    p.add_argument("--no-ahead", action="store_true", help="launch no propose ahead (`VectorMtpModel.ahead`)")
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -111,6 +115,7 @@ def main() -> None:
     s = replace(resolve({"device": a.device}), mix=a.mix)
     base = build_bench_world(s, a.n)
     base.model = VectorMtpModel.from_model(base.model)
+    base.model.ahead = not a.no_ahead
     work = base.model.clone()
     totals: dict[str, float] = defaultdict(float)
     for owner, name in PIECES:

@@ -1,0 +1,141 @@
+"""The fully batched step's model launches its batched propose ahead (`batched.propose_ahead`): before
+the step has read its tokens back, on the device's tokens. That must never change what the model
+does. Twin worlds run the same operations after one decode: one model launches the propose ahead,
+the other launches nothing. Between the launch and the call, one thing is drawn to differ from what
+the launch assumed (the tokens, a row, k, confidences, a table, the stash, the decode's hidden rows,
+the drafter cache, a per-sequence propose first, no stash, no call at all), or nothing. Both must
+return the same drafts, confidences or error, and hold the same bits in every buffer. So a propose
+launched ahead is taken only when it is exactly the call's, and otherwise leaves nothing behind."""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import replace
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batched.vector_model import VectorMtpModel
+from properties.behaviours import covers
+from properties.run_config import current
+from properties.specs import WorldSpec
+from properties.strategies import world_specs
+from properties.world import World, build_world
+from reference.errors import ModelError
+from reference.model.kernels import argmax_rows
+
+RUN = current()
+
+# What differs between the launch and the call ("none": the call the launch assumed).
+CHANGES = (
+    "none",
+    "token",
+    "position",
+    "drop_row",
+    "fewer_drafts",
+    "confidences",
+    "table",
+    "stash_row",
+    "stash_rows",
+    "hidden_row",
+    "draft_kv",
+    "multi_first",
+    "multi_only",
+    "no_stash",
+    "no_call",
+    "bad_token",
+)
+
+
+@st.composite
+def ahead_cases(draw: st.DrawFn) -> tuple[WorldSpec, int, bool, int]:
+    """A world whose bootstrap rows (two or more) all propose the whole ladder (1-3) in one group, the
+    confidences asked or not, and the row a change concerns."""
+    spec = draw(world_specs(RUN, min_n=2))
+    k = draw(st.sampled_from((1, 2, 3)))
+    seqs = tuple(replace(s, spec="on", grammar=None, max_tokens_left=max(s.max_tokens_left, k + 2)) for s in spec.seqs)
+    model = replace(spec.model, group_cap=64, max_batched_drafts=8, stash_capacity=64, meta_stride=64)
+    step = replace(spec.step, ladder_nd=k)  # drafter tables sized for the ladder
+    spec = replace(spec, seqs=seqs, model=model, step=step, bootstrap=tuple(range(len(seqs))), faults=())
+    return spec, k, draw(st.booleans()), draw(st.integers(0, 63))
+
+
+def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch: bool) -> tuple[Any, list[str]]:
+    """One decode of the bootstrap rows, the propose launched ahead (when `launch`), the change, the
+    stash, the batched propose and the settle; returns the call's outcome (drafts and confidences,
+    or the error's text, or None)."""
+    model = VectorMtpModel.from_model(world.model)
+    rows = [world.active[i] for i in world.idxs]
+    rows.sort(key=lambda a: a.seq.ssm_slot if a.seq.ssm_slot is not None else a.seq.slot_idx)
+    seqs, n = [a.seq for a in rows], len(rows)
+    logits = model.decode_batch([a.last_token for a in rows], seqs, 0)
+    tokens = argmax_rows(logits)
+    j = at % n
+    if launch:
+        ahead = tokens.clone()
+        if change == "token":  # the device's token differs from the one the call brings
+            ahead[j] = (ahead[j] + 1) % model.cfg.vocab_size
+        model.propose_ahead(ahead, seqs, k, with_conf)
+    call_tokens, call_seqs, call_k, conf = tokens.tolist(), list(seqs), k, with_conf
+    if model.device.type == "cuda":  # the writes below go around the model: after its queued work, not during it
+        torch.cuda.synchronize()
+    positions = [s.seq_len for s in seqs]
+    if change == "drop_row":
+        del call_tokens[j], call_seqs[j], positions[j]
+    elif change == "fewer_drafts":
+        call_k = k - 1
+    elif change == "confidences":
+        conf = not with_conf
+    elif change == "table":  # a block of the row's drafter table swapped for another row's
+        t, u = seqs[j].draft_block_table, seqs[(j + 1) % n].draft_block_table
+        t[positions[j] // model.cfg.block_size], u[0] = u[0], t[positions[j] // model.cfg.block_size]
+    elif change == "hidden_row":
+        model.hidden_states[j].mul_(0.5)
+    elif change == "draft_kv":  # the block the row's drafts go into, and its earlier positions
+        block = seqs[j].draft_block_table[positions[j] // model.cfg.block_size]
+        model.draft_kv.k[:, block].add_(1.0)
+        model.draft_kv.v[:, block].add_(1.0)
+    elif change == "bad_token":
+        call_tokens[j] = model.cfg.vocab_size
+    elif change == "position":
+        positions[j] += 1
+    elif change in ("multi_first", "multi_only"):
+        with suppress(ModelError):  # an error changes nothing; what matters is what it did before the call
+            model.run_mtp_propose_multi(call_tokens[j], positions[j], 1, seqs[j], 0, None)
+    if change != "no_stash":
+        model.stash_verify_hidden_rows(list(range(n)), 0)
+    if change == "stash_row":
+        model.stash[j].mul_(0.5)  # type: ignore[index]
+    outcome: Any = None
+    if change not in ("no_call", "multi_only"):
+        stash_idx = [r for r in range(n) if not (change == "drop_row" and r == j)]
+        if change == "stash_rows":  # two members read each other's stash rows
+            stash_idx[j], stash_idx[(j + 1) % n] = stash_idx[(j + 1) % n], stash_idx[j]
+        conf_out: list[list[float]] | None = [] if conf else None
+        try:
+            drafts = model.run_mtp_propose_batched(call_tokens, positions, stash_idx, call_k, call_seqs, 0, conf_out)
+            outcome = (drafts, conf_out)
+        except ModelError as e:
+            outcome = str(e)
+    model.settle_ahead()
+    return outcome, [s.seq_len for s in seqs]
+
+
+@covers("P3 call accounting", "B13", "B17", "B18", "B19")
+@pytest.mark.parametrize("change", CHANGES)
+@settings(max_examples=max(3, settings.default.max_examples // 3))  # per change: a share of the profile
+@given(case=ahead_cases())
+def test_a_propose_launched_ahead_changes_nothing(change: str, case: tuple[WorldSpec, int, bool, int]) -> None:
+    spec, k, with_conf, at = case
+    launched, plain = build_world(spec), build_world(spec)
+    got = run_twin(launched, k, with_conf, change, at, launch=True)
+    want = run_twin(plain, k, with_conf, change, at, launch=False)
+    if launched.model.device.type == "cuda":
+        torch.cuda.synchronize()
+    where = f"k={k} confidences={with_conf} change={change} row={at % len(spec.seqs)}"
+    assert got == want, f"{where}: launched ahead {got!r}, launched nothing {want!r}"
+    differ = launched.model.diff_state(plain.model)
+    assert not differ, f"{where}: buffers differ after the call: {differ}"
