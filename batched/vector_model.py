@@ -55,6 +55,7 @@ class VectorMtpModel(BatchedMtpModel):
     _ahead_passes: PassCache | None = None  # its passes: a memory pool of their own (another stream)
     _ahead_call: tuple[list[int], list[SequenceState]] | None = None  # the call whose checks it passed
     ahead: bool = True  # whether `propose_ahead` launches anything
+    taken_ahead: int = 0  # proposes launched ahead that a call took (for tests and figures)
     graph_after: int | None = 1
     paged: bool = True  # fast numerics on a GPU: attention reads the paged cache in place
 
@@ -181,6 +182,7 @@ class VectorMtpModel(BatchedMtpModel):
             matched = call is not None and call[0] is tokens and call[1] is seqs
             taken = take(a, self, tokens, conf_out is not None) if matched else None
             if taken is not None:
+                self.taken_ahead += 1
                 if conf_out is not None:
                     conf_out[:] = taken[1]
                 return taken[0]
@@ -202,7 +204,7 @@ class VectorMtpModel(BatchedMtpModel):
         n, cfg = len(seqs), self.cfg
         if not self.ahead or n < 2 or tokens.shape != (n,) or tokens.dtype != torch.int64:
             return
-        if tokens.device != self.device or n > cfg.stash_capacity:
+        if tokens.device != self.hidden_states.device or n > cfg.stash_capacity:  # cuda:0 (self.device: cuda)
             return
         positions, rows = [s.seq_len for s in seqs], list(range(n))
         if not propose_batch_ok(cfg, self.stash, self.meta_stride, [0] * n, positions, rows, k, seqs, 0) or k < 1:

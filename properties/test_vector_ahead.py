@@ -79,6 +79,7 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
         if change == "token":  # the device's token differs from the one the call brings
             ahead[j] = (ahead[j] + 1) % model.cfg.vocab_size
         model.propose_ahead(ahead, seqs, k, with_conf)
+        assert model._ahead is not None, f"nothing launched ahead for {n} rows, k={k}"  # else the property is void
     call_tokens, call_seqs, call_k, conf = tokens.tolist(), list(seqs), k, with_conf
     if model.device.type == "cuda":  # the writes below go around the model: after its queued work, not during it
         torch.cuda.synchronize()
@@ -121,6 +122,8 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
         except ModelError as e:
             outcome = str(e)
     model.settle_ahead()
+    if launch and change == "none":
+        assert model.taken_ahead == 1, "the call that the launch assumed did not take it"
     return outcome, [s.seq_len for s in seqs]
 
 

@@ -74,10 +74,14 @@
 #                                   benchmark processes and as many timer processes: how far one host's medians move
 #   scripts/gpu_session.sh where    at n = 64 the host time of the fully batched step's pieces and its profile (greedy,
 #                                   mixed), then its catalogue in fast float32 on cuda (as `vmutants`, without its tests)
+#   scripts/gpu_session.sh ahead    the propose launched ahead: the GPU tests of the static passes, its property in fast
+#                                   float32 and exact float32, the hand-built mixes in fast float32, then at n = 64
+#                                   the host time of the step's pieces with it and without, the step's profile, and
+#                                   the benchmark of the fully batched step and of the loop
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -310,6 +314,24 @@ elif [ "$part" = resweep ]; then
   done
   SKIP_CHECKS=1 BENCH_S=$(( (585 - SECONDS) / 2 - 10 )) OUT="$res/vector" run vector-bench $((590 - SECONDS)) \
     bash scripts/gpu_bench_vector.sh
+elif [ "$part" = ahead ]; then
+  run gpu-tests 60 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py -m gpu
+  for numerics in fast exact; do
+    run "ahead-property-$numerics-f32" 60 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
+      --device "$dev" --numerics "$numerics" --dtype float32
+  done
+  run mixes-fast-f32 70 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
+    --device "$dev" --numerics fast --dtype float32
+  for mix in greedy mixed; do
+    run "timers-$mix" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
+    run "timers-$mix-no-ahead" 40 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --no-ahead \
+      --out "$res/timers-$mix-no-ahead.json"
+    run "step-vector-$mix" 50 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
+      --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
+    run "bench-$mix-64" 90 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py \
+      --device "$dev" --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 -k "vector or per_seq" \
+      --benchmark-json "$res/bench-$mix-64.json"
+  done
 elif [ "$part" = where ]; then
   for mix in greedy mixed; do
     run "timers-$mix" 45 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"

@@ -141,11 +141,14 @@ def main() -> None:
     gc.collect()
     gc.freeze()
     totals.clear()
+    taken = work.taken_ahead
     times = [one() for _ in range(a.steps)]
+    taken = work.taken_ahead - taken
     per_step = {k: 1e3 * v / a.steps for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
     report = {"config": vars(a), "median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times),
-              "pieces_ms": per_step}  # fmt: skip
-    print(f"vector {a.mix} n={a.n} on {s.device}: median {report['median_ms']:.3f} ms, min {report['min_ms']:.3f} ms")
+              "pieces_ms": per_step, "proposes_taken_ahead": taken}  # fmt: skip
+    print(f"vector {a.mix} n={a.n} on {s.device}: median {report['median_ms']:.3f} ms, min {report['min_ms']:.3f} ms, "
+          f"proposes launched ahead and taken: {taken} of {a.steps} steps")  # fmt: skip
     for k, v in per_step.items():
         print(f"{v:9.3f}  {k}")
     if a.out:
