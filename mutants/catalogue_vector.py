@@ -18,6 +18,7 @@ STEP = "batched/vector_step.py"
 PADDED = "batched/padded_passes.py"
 CHECKS = "batched/batch_checks.py"
 VMODEL = "batched/vector_model.py"
+AHEAD = "batched/propose_ahead.py"
 TOPK = "keep = torch.where((k > 0) & (k < n_finite), k, n_finite)"
 SKIP_FINISHED = "            if a.finished:\n                continue\n"
 CHECKPOINT = SKIP_FINISHED + "            try:\n                model.start_checkpoint_async"
@@ -356,5 +357,76 @@ MUTANTS: tuple[Mutant, ...] = (
         "B6",
         "the verdicts handed to argmax_batch are the padded pass's last n rows, not its first n",
         ("HostCopy.of(verdicts[:, :n])", "HostCopy.of(verdicts[:, verdicts.shape[1] - n :])"),
+    ),
+    vector(
+        "vec-ahead-tokens-unchecked",
+        AHEAD,
+        "B17 B19",
+        "the call takes the propose launched ahead without checking that it ran on the call's tokens",
+        ("if [int(row.pop()) for row in host] != tokens:", "if [int(row.pop()) for row in host] is None:"),
+    ),
+    vector(
+        "vec-ahead-undo-keys-only",
+        AHEAD,
+        "B13 B17",
+        "undoing a propose launched ahead puts back the drafter cache's keys but not its values",
+        ("        kv.v[:, blocks, offs] = old_v\n", ""),
+    ),
+    vector(
+        "vec-ahead-stash-from-edited-rows",
+        AHEAD,
+        "B13 B17",
+        "a stash copied after the decode's hidden rows were edited still counts as the rows the pass read",
+        ("ok = model.hidden_states._version == a.hidden_version and rows", "ok = rows"),
+    ),
+    vector(
+        "vec-ahead-cache-writes-unseen",
+        AHEAD,
+        "B17",
+        "the call takes the propose launched ahead even when the drafter cache was written since",
+        ("        and kv_versions(model) == a.kv_versions\n", ""),
+    ),
+    vector(
+        "vec-ahead-any-stash-rows",
+        AHEAD,
+        "B17",
+        "the call takes the propose launched ahead whatever stash rows its members read",
+        ("        and stash_idx == list(range(n))\n", ""),
+    ),
+    vector(
+        "vec-ahead-fallback-before-undo",
+        VMODEL,
+        "B20 B22",
+        "a per-sequence propose runs while the propose launched ahead is pending, whose undo later puts back "
+        "the entries the per-sequence propose wrote",
+        (
+            "        self.settle_ahead()\n        return super().run_mtp_propose_multi",
+            "        return super().run_mtp_propose_multi",
+        ),
+    ),
+    vector(
+        "vec-ahead-call-tokens-unchecked",
+        VMODEL,
+        "B17 B26",
+        "a call that matches the propose launched ahead skips the check of its own tokens",
+        ("            and ints_in(tokens, 0, self.cfg.vocab_size)\n", ""),
+    ),
+    vector(
+        "vec-ahead-left-pending",
+        STEP,
+        "B13 B20 B21",
+        "the step does not undo a propose launched ahead that no call took",
+        ("        if settle is not None:  # a propose", "        if settle is None:  # a propose"),
+    ),
+    vector(
+        "vec-ahead-padding-rows-token-zero",
+        PADDED,
+        "B17",
+        "the padding rows of a pass launched ahead draft from token 0, not row 0's token, and write their "
+        "entries where row 0 writes",
+        (
+            "tok.copy_(ahead.index_select(0, write_rows))",
+            "tok.copy_(torch.nn.functional.pad(ahead, (0, tok.numel() - ahead.numel())))",
+        ),
     ),
 )
