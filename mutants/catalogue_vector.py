@@ -418,15 +418,4 @@ MUTANTS: tuple[Mutant, ...] = (
         "the step does not undo a propose launched ahead that no call took",
         ("        if settle is not None:  # a propose", "        if settle is None:  # a propose"),
     ),
-    vector(
-        "vec-ahead-padding-rows-token-zero",
-        PADDED,
-        "B17",
-        "the padding rows of a pass launched ahead draft from token 0, not row 0's token, and write their "
-        "entries where row 0 writes",
-        (
-            "tok.copy_(ahead.index_select(0, write_rows))",
-            "tok.copy_(torch.nn.functional.pad(ahead, (0, tok.numel() - ahead.numel())))",
-        ),
-    ),
 )
