@@ -78,10 +78,13 @@
 #                                   float32 and exact float32, the hand-built mixes in fast float32, then at n = 64
 #                                   the host time of the step's pieces with it and without, the step's profile, and
 #                                   the benchmark of the fully batched step and of the loop
+#   scripts/gpu_session.sh vcheck   the GPU tests of the static passes, the paged kernel and the graphed sampler, the
+#                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`, for up to
+#                                   330 s), then P1 and P4 against it for the rest of the call
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -342,6 +345,14 @@ elif [ "$part" = where ]; then
     --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-400}" --max-n "${MAX_N:-16}" \
     --impl batched.vector_step:step_mtp_bootstrap_vectorized \
     --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
+elif [ "$part" = vcheck ]; then
+  run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
+    tests/test_batch_sampling.py -m gpu
+  run mutants-vector-fast-f32 $(( ${BUDGET_S:-410} - SECONDS )) $py -m mutants.run --numerics fast --dtype float32 \
+    --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-300}" --max-n "${MAX_N:-16}" \
+    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
+    --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
+  vector_p1p4 "${GRAPHS_S:-575}"
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
