@@ -213,6 +213,8 @@ class VectorMtpModel(BatchedMtpModel):
             self._ahead_passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
         stream = side_stream(self.device)
         hidden_version = self.hidden_states._version
+        if stream is not None:  # after everything queued so far: the decode's rows, the passes that made the tokens
+            stream.wait_stream(torch.cuda.current_stream(self.hidden_states.device))
         with nullcontext() if stream is None else torch.cuda.stream(stream):
             launch = launch_propose(
                 self, self._ahead_passes, [0] * n, positions, rows, k, seqs, with_conf, self.attention_read(), tokens

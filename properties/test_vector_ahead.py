@@ -71,6 +71,8 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
     rows = [world.active[i] for i in world.idxs]
     rows.sort(key=lambda a: a.seq.ssm_slot if a.seq.ssm_slot is not None else a.seq.slot_idx)
     seqs, n = [a.seq for a in rows], len(rows)
+    if model.device.type == "cuda":  # the decode lands late: a pass that does not wait for it reads stale rows
+        torch.cuda._sleep(10_000_000)
     logits = model.decode_batch([a.last_token for a in rows], seqs, 0)
     tokens = argmax_rows(logits)
     j = at % n

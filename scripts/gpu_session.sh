@@ -81,10 +81,14 @@
 #   scripts/gpu_session.sh vcheck   the GPU tests of the static passes, the paged kernel and the graphed sampler, the
 #                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`, for up to
 #                                   330 s), then P1 and P4 against it for the rest of the call
+#   scripts/gpu_session.sh closeout the propose launched ahead's property in fast float32 (its decode made late, so a
+#                                   pass that does not wait for it fails), the hand-built mixes in fast float32, the
+#                                   host time of the step's pieces at n = 64 with the propose ahead and without, then
+#                                   the three-way n = 1..256 sweep for the rest of the call
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck|closeout}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -345,6 +349,18 @@ elif [ "$part" = where ]; then
     --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-400}" --max-n "${MAX_N:-16}" \
     --impl batched.vector_step:step_mtp_bootstrap_vectorized \
     --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
+elif [ "$part" = closeout ]; then
+  run ahead-property-fast-f32 60 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
+    --device "$dev" --numerics fast --dtype float32
+  run mixes-fast-f32 50 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
+    --device "$dev" --numerics fast --dtype float32
+  for mix in greedy mixed; do
+    run "timers-$mix" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
+    run "timers-$mix-no-ahead" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --no-ahead \
+      --out "$res/timers-$mix-no-ahead.json"
+  done
+  SKIP_CHECKS=1 BENCH_S=$(( (${BUDGET_S:-585} - SECONDS) / 2 - 10 )) OUT="$res/vector" run vector-bench \
+    $(( ${BUDGET_S:-585} + 5 - SECONDS )) bash scripts/gpu_bench_vector.sh
 elif [ "$part" = vcheck ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
