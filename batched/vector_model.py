@@ -12,6 +12,11 @@ leaving the scope copies every pending SSM slot's state into its checkpoint with
 one scatter instead of one copy per sequence. Nothing in between may read or write those states:
 the fully batched step opens the scope around its checkpoint loop only. Outside the scope the model
 is a `BatchedMtpModel`. `from_model` turns a `BatchedMtpModel` into one, sharing its buffers.
+
+`propose_ahead` launches a batched propose of all rows of the last decode before its call is made
+(`batched.propose_ahead`: on a stream of its own on CUDA, in a memory pool of its own); the call
+that matches it takes it, any other propose undoes it first, and so does `settle_ahead`. Until then
+the drafter cache may be written only through this model's operations.
 """
 
 from __future__ import annotations

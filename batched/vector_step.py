@@ -9,6 +9,11 @@ host read for all of it. Emit, `tick_serial` and `spec_allowed` stay per row (B1
 the sequences' own state); the stash, groups and fallbacks are `batched.step`'s (B13-B22); the
 checkpoints run in one pass when the model offers `deferred_checkpoints` (B23).
 
+When the model offers `propose_ahead` and every row looks set to propose in one group, the group's
+drafter pass is launched as soon as the rows' tokens exist on the device (`batched.propose_ahead`),
+so that it runs while the host reads the tokens back and emits; the group's call takes its result
+if it is exactly that call, and the step undoes it otherwise, before it returns.
+
 Call contract: as `batched.step`, except that no `argmax_on_device` call is made: a greedy row the
 batched argmax does not serve is argmaxed inside the sampling pass (`PER_ROW_FAST_GREEDY_CALLS`).
 """
