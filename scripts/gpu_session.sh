@@ -83,8 +83,9 @@
 #                                   330 s), then P1 and P4 against it for the rest of the call
 #   scripts/gpu_session.sh closeout the propose launched ahead's property in fast float32 (its decode made late, so a
 #                                   pass that does not wait for it fails), the hand-built mixes in fast float32, the
+#                                   P1 and P4 against the fully batched step (fast float32, paged kernel) for 48 s, the
 #                                   host time of the step's pieces at n = 64 with the propose ahead and without, then
-#                                   the three-way n = 1..256 sweep for the rest of the call
+#                                   the three-way n = 1..256 sweep for the rest of BUDGET_S (585) seconds
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
@@ -354,6 +355,9 @@ elif [ "$part" = closeout ]; then
     --device "$dev" --numerics fast --dtype float32
   run mixes-fast-f32 50 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32
+  MTP_VERIFY_DTYPE=float32 run p1p4-vector-paged-f32 75 $py -m nightly --minutes 0.8 --device "$dev" \
+    --numerics fast --impl batched.vector_step:step_mtp_bootstrap_vectorized --out "$res/nightly-vector-paged-f32" \
+    --pack --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py
   for mix in greedy mixed; do
     run "timers-$mix" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
     run "timers-$mix-no-ahead" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --no-ahead \
