@@ -82,7 +82,8 @@
 #                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`, for up to
 #                                   330 s), then P1 and P4 against it for the rest of the call
 #   scripts/gpu_session.sh closeout the propose launched ahead's property in fast float32 (its decode made late, so a
-#                                   pass that does not wait for it fails), the hand-built mixes in fast float32, the
+#                                   pass that does not wait for it fails), once more with that bug planted (it must
+#                                   fail), the hand-built mixes in fast float32, the
 #                                   P1 and P4 against the fully batched step (fast float32, paged kernel) for 48 s, the
 #                                   host time of the step's pieces at n = 64 with the propose ahead and without, then
 #                                   the three-way n = 1..256 sweep for the rest of BUDGET_S (585) seconds
@@ -353,6 +354,19 @@ elif [ "$part" = where ]; then
 elif [ "$part" = closeout ]; then
   run ahead-property-fast-f32 60 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
     --device "$dev" --numerics fast --dtype float32
+  # The same property with the bug planted that it is there to catch: the pass's stream does not wait for the
+  # main stream. It must fail.
+  mkdir -p /tmp/planted && cat >/tmp/planted/no_stream_wait.py <<'PY'
+import torch
+import batched.vector_model as vm
+class NoWait(torch.cuda.Stream):
+    def wait_stream(self, stream):
+        pass
+_made = {}
+vm.side_stream = lambda device: _made.setdefault(device, NoWait(device)) if device.type == "cuda" else None
+PY
+  PYTHONPATH="/tmp/planted:$PYTHONPATH" run ahead-property-planted-no-wait 60 $py -m pytest -q -p no:cacheprovider \
+    -p no_stream_wait properties/test_vector_ahead.py --device "$dev" --numerics fast --dtype float32 -x
   run mixes-fast-f32 50 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32
   MTP_VERIFY_DTYPE=float32 run p1p4-vector-paged-f32 75 $py -m nightly --minutes 0.8 --device "$dev" \
