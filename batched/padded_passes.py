@@ -157,7 +157,10 @@ def launch_propose(
         hidden = source.index_select(0, stash_rows)  # [R, H]
         finite = torch.isfinite(hidden).all(dim=1)  # [R]: a padding row repeats member 0
         written = [(kv.k[:, blocks[i], offs[i]], kv.v[:, blocks[i], offs[i]]) for i in range(k)]  # [L, R, Hh, D]
-        t, drafts, confs, step_logits = tok, [], [], []
+        # Device tokens are not checked: one out of the vocabulary (a row the sampler refused) must not
+        # index past the embedding. It drafts from another token, and the token check refuses the pass.
+        first = tok if ahead is None else tok.clamp(0, cfg.vocab_size - 1)
+        t, drafts, confs, step_logits = first, [], [], []
         for i in range(k):
             meta = RowMeta(blocks[i], offs[i], tables, base_len + i, write_rows, read)
             hidden, logits = drafter_rows(model.nm, cfg, model.weights, kv, hidden, t, meta)
@@ -173,7 +176,7 @@ def launch_propose(
         out = torch.cat([torch.stack(drafts + confs).double(), finite.double()[None]])  # [k (+ k) + 1, R]
         if ahead is None:
             return hidden, out, *step_logits
-        out = torch.cat([out, tok.double()[None]])  # + the tokens: [k (+ k) + 2, R]
+        out = torch.cat([out, first.double()[None]])  # + the tokens it drafted from: [k (+ k) + 2, R]
         return hidden, out, *step_logits, *[x for pair in written for x in pair]
 
     (hidden, out, *rest), _ = cache.run(p, run)

@@ -1,11 +1,12 @@
 """The fully batched step's model launches its batched propose ahead (`batched.propose_ahead`): before
 the step has read its tokens back, on the device's tokens. That must never change what the model
 does. Twin worlds run the same operations after one decode: one model launches the propose ahead,
-the other launches nothing. Between the launch and the call, one thing is drawn to differ from what
-the launch assumed (the tokens, a row, k, confidences, a table, the stash, the decode's hidden rows,
-the drafter cache, a per-sequence propose first, no stash, no call at all), or nothing. Both must
-return the same drafts, confidences or error, and hold the same bits in every buffer. So a propose
-launched ahead is taken only when it is exactly the call's, and otherwise leaves nothing behind."""
+the other launches nothing. Between the launch and the call, one thing differs from what the launch
+assumed (a device token, one past the vocabulary, a position, a row, k, confidences, a table, the
+stash, the decode's hidden rows, the drafter cache, a per-sequence propose first or instead, no
+stash, no call at all, a bad call token), or nothing. Both must return the same drafts, confidences
+or error, and hold the same bits in every buffer. So a propose launched ahead is taken only when it
+is exactly the call's, and otherwise leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ RUN = current()
 CHANGES = (
     "none",
     "token",
+    "device_token_past_vocab",
     "position",
     "drop_row",
     "fewer_drafts",
@@ -80,6 +82,8 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
         ahead = tokens.clone()
         if change == "token":  # the device's token differs from the one the call brings
             ahead[j] = (ahead[j] + 1) % model.cfg.vocab_size
+        elif change == "device_token_past_vocab":  # as a refused row's token may be
+            ahead[j] = model.cfg.vocab_size + 7
         model.propose_ahead(ahead, seqs, k, with_conf)
         assert model._ahead is not None, f"nothing launched ahead for {n} rows, k={k}"  # else the property is void
     call_tokens, call_seqs, call_k, conf = tokens.tolist(), list(seqs), k, with_conf
