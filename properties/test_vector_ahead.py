@@ -135,7 +135,7 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
 
 @covers("P3 call accounting", "B13", "B17", "B18", "B19")
 @pytest.mark.parametrize("change", CHANGES)
-@settings(max_examples=max(3, settings.default.max_examples // 3))  # per change: a share of the profile
+@settings(max_examples=max(3, settings.default.max_examples // 8))  # per change: a share of the profile
 @given(case=ahead_cases())
 def test_a_propose_launched_ahead_changes_nothing(change: str, case: tuple[WorldSpec, int, bool, int]) -> None:
     spec, k, with_conf, at = case
