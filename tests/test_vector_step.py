@@ -20,7 +20,7 @@ from properties.compare import check_equivalence
 from properties.harness import SideBySide, run_side_by_side
 from properties.log_checks import check_logs
 from properties.report import format_report
-from properties.specs import FaultSpec, StepSpec
+from properties.specs import FaultSpec, ModelSpec, StepSpec
 from properties.world import World, build_world
 from reference.errors import ModelError
 from reference.model.kernels import bits_equal
@@ -187,3 +187,25 @@ def test_the_one_pass_sampler_reads_the_device_once() -> None:
     assert len(results) == len(seqs) and all(r.error is None for r in results)
     host_reads = calls - 2  # the row table's two CPU columns (EOS hold, eligibility) are host tensors
     assert host_reads == 1, f"{host_reads} device reads"
+
+
+def last_row(**changes: object) -> tuple:
+    """GREEDY4 with its last sequence changed."""
+    return (*GREEDY4[:3], replace(GREEDY4[3], **changes))  # type: ignore[arg-type]
+
+
+AHEAD_CASES = {  # mix -> proposes taken ahead: the group's call takes the pass launched ahead only when it is that call
+    "every row proposes the whole ladder in one group": (world(GREEDY4), 1),
+    "every row proposes, a row sampled with penalties": (world(last_row(temperature=0.8, top_k=5, repetition=1.3)), 1),
+    "more rows than the group cap": (world(GREEDY4, model=ModelSpec(group_cap=2)), 0),
+    "a row with a grammar (proposes per sequence)": (world(last_row(grammar="json")), 0),
+    "a row too near its max tokens for the ladder": (world(last_row(max_tokens_left=2)), 0),
+    "a backed-off row (launched, not taken, undone)": (world(last_row(spec="backed_off")), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(AHEAD_CASES))
+def test_the_step_launches_its_group_propose_ahead(name: str) -> None:
+    spec, taken = AHEAD_CASES[name]
+    sbs = run_vector(spec)
+    assert sbs.impl.model.taken_ahead == taken
