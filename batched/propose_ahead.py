@@ -14,8 +14,10 @@ and the tokens from a device column; the call passes host lists. `take` accepts 
 input is the same: positions, stash rows 0..n-1 holding the rows the pass read (version counters of
 `hidden_states` and the stash), the sequences and what of them the pass read (slots, lengths, drafter
 tables), k, whether confidences are asked, the drafter cache untouched since, and, once read back,
-the tokens. On CUDA the pass runs on a stream of its own, so that the step's reads on its main stream
-do not wait for it; taking or undoing it first makes the main stream wait.
+the tokens (which the pass clamps into the vocabulary: a refused row's token is not checked). On CUDA
+the pass runs on a stream of its own, after everything the main stream queued before it (the decode,
+the passes that made the tokens), so that the step's reads on the main stream do not wait for it;
+taking or undoing it first makes the main stream wait.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def row_inputs(seqs: list[SequenceState]) -> RowInputs:
 
 
 def kv_versions(model: TinyMtpModel) -> tuple[int, int]:
+    """The drafter cache's version counters (every eager write bumps them; the pass's own replay does not)."""
     return model.draft_kv.k._version, model.draft_kv.v._version
 
 
