@@ -100,11 +100,11 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
         t, u = seqs[j].draft_block_table, seqs[(j + 1) % n].draft_block_table
         t[positions[j] // model.cfg.block_size], u[0] = u[0], t[positions[j] // model.cfg.block_size]
     elif change == "hidden_row":
-        model.hidden_states[j].mul_(0.5)
+        model.hidden_states[j] = model.hidden_states[j].flip(0)  # not a scaling, which a norm undoes
     elif change == "draft_kv":  # the block the row's drafts go into, and its earlier positions
         block = seqs[j].draft_block_table[positions[j] // model.cfg.block_size]
-        model.draft_kv.k[:, block].add_(1.0)
-        model.draft_kv.v[:, block].add_(1.0)
+        model.draft_kv.k[:, block] = model.draft_kv.k[:, block].flip(-1)
+        model.draft_kv.v[:, block] = model.draft_kv.v[:, block].flip(-1)
     elif change == "bad_token":
         call_tokens[j] = model.cfg.vocab_size
     elif change == "position":
@@ -115,7 +115,7 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
     if change != "no_stash":
         model.stash_verify_hidden_rows(list(range(n)), 0)
     if change == "stash_row":
-        model.stash[j].mul_(0.5)  # type: ignore[index]
+        model.stash[j] = model.stash[j].flip(0)  # type: ignore[index]
     outcome: Any = None
     if change not in ("no_call", "multi_only"):
         stash_idx = [r for r in range(n) if not (change == "drop_row" and r == j)]
