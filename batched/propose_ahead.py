@@ -40,7 +40,6 @@ class Ahead:
     """A propose pass launched ahead and not yet taken or undone."""
 
     launch: ProposeLaunch
-    seqs: list[SequenceState]
     inputs: RowInputs  # what the pass read of each sequence, copied at launch
     positions: list[int]
     hidden_version: int  # `hidden_states._version` when the pass read it
@@ -107,7 +106,7 @@ def take(
     if [int(row.pop()) for row in host] != tokens:
         return None
     n = a.launch.n
-    return finish_propose(model, a.launch, host, list(range(n)), [s.slot_idx for s in a.seqs], a.positions)
+    return finish_propose(model, a.launch, host, list(range(n)), [row[0] for row in a.inputs], a.positions)
 
 
 def undo(a: Ahead, model: TinyMtpModel) -> None:

@@ -226,7 +226,7 @@ class VectorMtpModel(BatchedMtpModel):
             )
             host = HostCopy.of(launch.out[:, :n])
         inputs, versions = row_inputs(seqs), kv_versions(self)
-        self._ahead = Ahead(launch, list(seqs), inputs, positions, hidden_version, versions, host, tokens, stream)
+        self._ahead = Ahead(launch, inputs, positions, hidden_version, versions, host, tokens, stream)
 
     def settle_ahead(self) -> None:
         """Undo the propose launched ahead if it is still pending (nothing otherwise)."""
