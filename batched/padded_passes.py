@@ -98,7 +98,7 @@ def propose_padded(
 class ProposeLaunch:
     """A propose pass queued on the device, nothing read back: its `hidden` [R, H] and `out`
     [k (+ k) + 1 (+ 1), R] (drafts, confidences when asked, finite flags, and for a pass on device
-    tokens the tokens it used), the drafter logits of each step, and for a pass on device tokens the
+    tokens the tokens it drafted from), the drafter logits of each step, and for a pass on device tokens the
     drafter cache entries it overwrote, (keys, values) per step, [L, R, Hh, D] each."""
 
     n: int
@@ -126,7 +126,8 @@ def launch_propose(
 ) -> ProposeLaunch:
     """Queue the propose pass of `propose_padded` (no host read). With `ahead` (the tokens, [n] int64
     on the device, in place of `tokens`) the members' input rows are `hidden_states[stash_idx]`, not
-    the stash's, and the pass also hands back the tokens it used and the entries it overwrote."""
+    the stash's, and the pass also hands back the tokens it drafted from (clamped into the vocabulary)
+    and the entries it overwrote."""
     cfg, n, bs = model.cfg, len(seqs), model.cfg.block_size
     rows = row_bucket(n)
     need = draft_span_blocks(cfg, model.nm.exact, [p + k - 1 for p in positions])
