@@ -131,6 +131,14 @@ vector_p1p4() {  # total seconds of the part: P1 and P4 against the fully batche
     --impl batched.vector_step:step_mtp_bootstrap_vectorized --out "$res/nightly-vector-paged-f32" --pack --tests $tests
 }
 
+vector_mutants() {  # seconds into the part by which it ends, seconds per mutant: the fully batched step's catalogue
+  # in fast float32 on cuda, its paged kernel in play, one job per core sharing the GPU through MPS, at n <= MAX_N
+  run mutants-vector-fast-f32 $(( ${BUDGET_S:-$1} - SECONDS )) $py -m mutants.run --numerics fast --dtype float32 \
+    --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-$2}" --max-n "${MAX_N:-16}" \
+    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
+    --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
+}
+
 nearties() {  # module:function in batched, dtype, seconds: the near-ties P1 and P3 force against that step
   local name="nearties-${1%%:*}-$2"
   MTP_VERIFY_SUMMARY_JSON="$res/$name.json" run "$name" "$3" $py -m pytest -q -p no:cacheprovider \
@@ -347,10 +355,7 @@ elif [ "$part" = where ]; then
     run "step-vector-$mix" 50 $py scripts/step_profile.py --device "$dev" --impl vector --mix "$mix" --n 64 \
       --steps 30 --rows 40 --out "$res/step-vector-$mix.json"
   done
-  run mutants-vector-fast-f32 $(( ${BUDGET_S:-575} - SECONDS )) $py -m mutants.run --numerics fast --dtype float32 \
-    --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-400}" --max-n "${MAX_N:-16}" \
-    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
-    --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
+  vector_mutants 575 400
 elif [ "$part" = closeout ]; then
   run ahead-property-fast-f32 60 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
     --device "$dev" --numerics fast --dtype float32
@@ -382,18 +387,12 @@ PY
 elif [ "$part" = vcheck ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
-  run mutants-vector-fast-f32 $(( ${BUDGET_S:-410} - SECONDS )) $py -m mutants.run --numerics fast --dtype float32 \
-    --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-300}" --max-n "${MAX_N:-16}" \
-    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
-    --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
+  vector_mutants 410 300
   vector_p1p4 "${GRAPHS_S:-575}"
 elif [ "$part" = vmutants ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
-  run mutants-vector-fast-f32 $(( ${BUDGET_S:-570} - SECONDS )) $py -m mutants.run --numerics fast --dtype float32 \
-    --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-400}" --max-n "${MAX_N:-16}" \
-    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
-    --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
+  vector_mutants 570 400
 elif [ "$part" = static ]; then
   timeout 120 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -m gpu >"$res/paged-test.log" 2>&1
   paged_rc=$?
