@@ -98,13 +98,16 @@ def take(
 ) -> tuple[list[list[int]], list[list[float]]] | None:
     """The pass's (drafts, confidences) for a call that `matches` it, with `tokens` and `with_conf`:
     written and captured as the call's own pass would (`finish_propose`, which raises its ModelError
-    for a row that is not finite); None, with nothing written, when the tokens or `with_conf` differ."""
+    for a row that is not finite, once the pass is undone); None, with the pass left for the caller
+    to undo, when the tokens or `with_conf` differ."""
     wait(a)
     if with_conf != a.launch.with_conf:
         return None
     host = a.host.values().T.tolist()  # per member: drafts, confidences, finite flag, token
     if [int(row.pop()) for row in host] != tokens:
         return None
+    if not all(row[-1] for row in host):  # refused: the pass wrote its entries all the same
+        undo(a, model)
     n = a.launch.n
     return finish_propose(model, a.launch, host, list(range(n)), [row[0] for row in a.inputs], a.positions)
 

@@ -9,6 +9,7 @@ are then a handful of elementwise operations over all rows, with exactly the per
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import torch
@@ -50,18 +51,27 @@ def row_table(refs: list[ActiveSeq], min_reasoning_floor: int) -> RowTable:
         for a in refs
     ]
     t, r, f, p, n_out, min_tok, eos, gram, floor = zip(*cols, strict=True) if cols else ((),) * 9
-    f64, i64 = torch.float64, torch.int64
+    f64, i64, b = torch.float64, torch.int64, torch.bool
     return RowTable(
-        temperature=torch.tensor(t, dtype=f64),
-        repetition=torch.tensor(r, dtype=f64),
-        frequency=torch.tensor(f, dtype=f64),
-        presence=torch.tensor(p, dtype=f64),
-        n_out=torch.tensor(n_out, dtype=i64),
-        min_tokens=torch.tensor(min_tok, dtype=i64),
-        has_eos=torch.tensor(eos, dtype=torch.bool),
-        has_grammar=torch.tensor(gram, dtype=torch.bool),
-        floor_holds=torch.tensor(floor, dtype=torch.bool),
+        temperature=column(t, "d", f64),
+        repetition=column(r, "d", f64),
+        frequency=column(f, "d", f64),
+        presence=column(p, "d", f64),
+        n_out=column(n_out, "q", i64),
+        min_tokens=column(min_tok, "q", i64),
+        has_eos=column(eos, "B", b),
+        has_grammar=column(gram, "B", b),
+        floor_holds=column(floor, "B", b),
     )
+
+
+def column(values: tuple, code: str, dtype: torch.dtype) -> torch.Tensor:
+    """`torch.tensor(values, dtype=dtype)`, through a C array where every value converts exactly (a
+    fifth of the time); anything the array refuses goes to `torch.tensor`, which decides as before."""
+    try:
+        return torch.frombuffer(array(code, values), dtype=dtype) if values else torch.zeros(0, dtype=dtype)
+    except (TypeError, OverflowError):
+        return torch.tensor(values, dtype=dtype)
 
 
 def eos_held(t: RowTable) -> torch.Tensor:

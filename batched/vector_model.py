@@ -29,12 +29,13 @@ from typing import Any
 import torch
 
 from batched import noise_kernel
-from batched.batch_checks import decode_batch_ok, ints_in, propose_batch_ok
+from batched.batch_checks import block_ids_in, decode_batch_ok, ints_in, propose_batch_ok, slots_ok
 from batched.batched_model import BatchedMtpModel
 from batched.padded_passes import Read, decode_padded, launch_propose, propose_padded
 from batched.paged_attention import paged_read, warm
 from batched.propose_ahead import Ahead, kv_versions, matches, row_inputs, side_stream, stashed, take, undo
 from batched.static_passes import HostCopy, PassCache, padded, row_bucket
+from batched.table_mirror import TableMirror
 from batched.triton_device import available
 from reference.errors import ModelError
 from reference.model.checks import check_slots
@@ -59,6 +60,8 @@ class VectorMtpModel(BatchedMtpModel):
     _ahead: Ahead | None = None  # the propose launched ahead, not yet taken or undone
     _ahead_passes: PassCache | None = None  # its passes: a memory pool of their own (another stream)
     _ahead_call: tuple[list[int], list[SequenceState]] | None = None  # the call whose checks it passed
+    _tables: TableMirror | None = None  # the main block tables on the device, by slot (made on first use)
+    _draft_tables: TableMirror | None = None  # the drafter's
     ahead: bool = True  # whether `propose_ahead` launches anything
     taken_ahead: int = 0  # proposes launched ahead that a call took (for tests and figures)
     graph_after: int | None = 1
@@ -75,6 +78,7 @@ class VectorMtpModel(BatchedMtpModel):
         new._passes = None
         new._verdicts = None
         new._ahead = new._ahead_passes = new._ahead_call = None
+        new._tables = new._draft_tables = None
         new.graph_after = graph_after
         new.paged = paged
         return new
@@ -98,6 +102,18 @@ class VectorMtpModel(BatchedMtpModel):
         if self._passes is None:
             self._passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
         return self._passes
+
+    def main_tables(self) -> TableMirror:
+        """The main block tables of every slot on the device (`batched.table_mirror`)."""
+        if self._tables is None:
+            self._tables = TableMirror.make(self.cfg.num_slots, self.cfg.main_blocks_per_seq, self.device)
+        return self._tables
+
+    def draft_tables(self) -> TableMirror:
+        """The drafter's block tables of every slot on the device (`batched.table_mirror`)."""
+        if self._draft_tables is None:
+            self._draft_tables = TableMirror.make(self.cfg.num_slots, self.cfg.draft_blocks_per_seq, self.device)
+        return self._draft_tables
 
     def _warm_kernels(self) -> None:
         """Compile the Triton kernels this model's passes may call (before any graph capture)."""
@@ -158,7 +174,8 @@ class VectorMtpModel(BatchedMtpModel):
 
     def _decode_rows(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
         self.settle_ahead()
-        logits, verdicts = decode_padded(self, self.pass_cache(), tokens, seqs, self.attention_read())
+        tables, read = self.main_tables(), self.attention_read()
+        logits, verdicts = decode_padded(self, self.pass_cache(), tables, tokens, seqs, read)
         self._verdicts = Verdicts(logits, logits._version, verdicts)
         return logits
 
@@ -193,7 +210,16 @@ class VectorMtpModel(BatchedMtpModel):
                 return taken[0]
             undo(a, self)
         drafts, confs = propose_padded(
-            self, self.pass_cache(), tokens, positions, stash_idx, k, seqs, conf_out is not None, self.attention_read()
+            self,
+            self.pass_cache(),
+            self.draft_tables(),
+            tokens,
+            positions,
+            stash_idx,
+            k,
+            seqs,
+            conf_out is not None,
+            self.attention_read(),
         )
         if conf_out is not None:
             conf_out[:] = confs
@@ -202,17 +228,26 @@ class VectorMtpModel(BatchedMtpModel):
     def propose_ahead(self, tokens: torch.Tensor, seqs: list[SequenceState], k: int, with_conf: bool) -> None:
         """Launch now the batched propose of rows 0..n-1 of the decode just run, k drafts each, from
         `tokens` ([n] int64 on this model's device, queued; `batched.propose_ahead`), for a later
-        `run_mtp_propose_batched` that asks exactly that to take. Launches nothing when the call's
-        checks would refuse those inputs, for fewer than 2 rows, or when `ahead` is off. A propose
-        launched earlier and not taken is undone first."""
+        `run_mtp_propose_batched` that asks exactly that to take. Launches nothing for fewer than 2
+        rows, when `ahead` is off, or when the pass could not run on those inputs; undoes it at once
+        when the call's checks, run while the pass runs, would refuse them. A propose launched
+        earlier and not taken is undone first."""
         self.settle_ahead()
         n, cfg = len(seqs), self.cfg
-        if not self.ahead or n < 2 or tokens.shape != (n,) or tokens.dtype != torch.int64:
+        if not self.ahead or not 2 <= n <= min(cfg.max_batch_rows, cfg.stash_capacity) or not ints_in([k], 1):
             return
-        if tokens.device != self.hidden_states.device or n > cfg.stash_capacity:  # cuda:0 (self.device: cuda)
-            return
+        if tokens.shape != (n,) or tokens.dtype != torch.int64 or tokens.device != self.hidden_states.device:
+            return  # the device compared with the buffers': cuda:0 where self.device may say cuda
         positions, rows = [s.seq_len for s in seqs], list(range(n))
-        if not propose_batch_ok(cfg, self.stash, self.meta_stride, [0] * n, positions, rows, k, seqs, 0) or k < 1:
+        # What the pass needs to stay inside its buffers: positions whose drafts fit the drafter's span
+        # (so every gather and length is inside a row's table), slots in range, and valid block ids in
+        # every table the mirror is to write. The call's checks proper run once the pass is queued.
+        if not (ints_in(positions, 0) and max(positions) + k - 1 < cfg.draft_span and slots_ok(cfg, seqs)):
+            return
+        mirror = self.draft_tables()
+        tables = [s.draft_block_table for s in seqs]
+        fresh = [tables[j] for j in mirror.changed([s.slot_idx for s in seqs], tables)]
+        if not block_ids_in(fresh, cfg.num_draft_blocks):
             return
         if self._ahead_passes is None:
             self._ahead_passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
@@ -220,13 +255,15 @@ class VectorMtpModel(BatchedMtpModel):
         hidden_version = self.hidden_states._version
         if stream is not None:  # after everything queued so far: the decode's rows, the passes that made the tokens
             stream.wait_stream(torch.cuda.current_stream(self.hidden_states.device))
+        cache, read = self._ahead_passes, self.attention_read()
         with nullcontext() if stream is None else torch.cuda.stream(stream):
-            launch = launch_propose(
-                self, self._ahead_passes, [0] * n, positions, rows, k, seqs, with_conf, self.attention_read(), tokens
-            )
+            launch = launch_propose(self, cache, mirror, [0] * n, positions, rows, k, seqs, with_conf, read, tokens)
             host = HostCopy.of(launch.out[:, :n])
-        inputs, versions = row_inputs(seqs), kv_versions(self)
-        self._ahead = Ahead(launch, inputs, positions, hidden_version, versions, host, tokens, stream)
+        a = Ahead(launch, row_inputs(seqs), positions, hidden_version, kv_versions(self), host, tokens, stream)
+        if propose_batch_ok(cfg, self.stash, self.meta_stride, [0] * n, positions, rows, k, seqs, 0):
+            self._ahead = a
+        else:
+            undo(a, self)
 
     def settle_ahead(self) -> None:
         """Undo the propose launched ahead if it is still pending (nothing otherwise)."""

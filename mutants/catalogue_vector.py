@@ -19,6 +19,7 @@ PADDED = "batched/padded_passes.py"
 CHECKS = "batched/batch_checks.py"
 VMODEL = "batched/vector_model.py"
 AHEAD = "batched/propose_ahead.py"
+MIRROR = "batched/table_mirror.py"
 TOPK = "keep = torch.where((k > 0) & (k < n_finite), k, n_finite)"
 SKIP_FINISHED = "            if a.finished:\n                continue\n"
 CHECKPOINT = SKIP_FINISHED + "            try:\n                model.start_checkpoint_async"
@@ -273,8 +274,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "padding rows decode at position 0 of row 0's table, so they write row 0's new KV over its first "
         "position",
         (
-            "*row_sections(padded(pos, rows),",
-            "*row_sections(pos + [0] * (rows - n),",
+            "padded(pos, rows),  # positions: padding rows decode at row 0's",
+            "pos + [0] * (rows - n),",
         ),
     ),
     vector(
@@ -301,7 +302,7 @@ MUTANTS: tuple[Mutant, ...] = (
         PADDED,
         "B17",
         "the padded drafter pass attends over one position fewer than it has written",
-        ("[p + 1 for p in pos],", "[p for p in pos],"),
+        ("RowMeta(blocks[i], offs[i], tabs, pos + (i + 1),", "RowMeta(blocks[i], offs[i], tabs, pos + i,"),
     ),
     vector(
         "vec-pad-conf-sliced-wrong",
@@ -316,7 +317,10 @@ MUTANTS: tuple[Mutant, ...] = (
         "B17",
         "every draft's KV goes into the block of the propose position, so a draft past a block boundary "
         "overwrites an earlier position of the same sequence",
-        ("*[[t[(p + i) // bs] for p, t in", "*[[t[p // bs] for p, t in"),
+        (
+            "blocks = [tabs.gather(1, (q // bs)[:, None])[:, 0] for q in at]",
+            "blocks = [tabs.gather(1, (pos // bs)[:, None])[:, 0] for q in at]",
+        ),
     ),
     vector(
         "vec-static-inputs-loaded-once",
@@ -417,5 +421,32 @@ MUTANTS: tuple[Mutant, ...] = (
         "B13 B20 B21",
         "the step does not undo a propose launched ahead that no call took",
         ("        if settle is not None:  # a propose", "        if settle is None:  # a propose"),
+    ),
+    vector(
+        "vec-tables-compared-by-length",
+        MIRROR,
+        "B2 B17",
+        "the block tables on the device are rewritten only when a table's length changed, so a slot handed to "
+        "another sequence, or a table edited in place, keeps the old table",
+        ("if seen[s] != t]", "if seen[s] is None or len(seen[s]) != len(t)]"),
+    ),
+    vector(
+        "vec-tables-seen-aliased",
+        MIRROR,
+        "B2 B17",
+        "the mirror remembers each slot's table object, not a copy of it, so a table grown or edited in place "
+        "looks unchanged and the device keeps the old one",
+        ("self.seen[slots[j]] = list(tables[j])", "self.seen[slots[j]] = tables[j]"),
+    ),
+    vector(
+        "vec-ahead-refused-not-undone",
+        AHEAD,
+        "B17 B21",
+        "a propose launched ahead whose input row is not finite is refused, but the drafter cache entries it "
+        "wrote stay",
+        (
+            "    if not all(row[-1] for row in host):  # refused: the pass wrote its entries all the same\n",
+            "    if False:\n",
+        ),
     ),
 )

@@ -4,9 +4,11 @@ does. Twin worlds run the same operations after one decode: one model launches t
 the other launches nothing. Between the launch and the call, one thing differs from what the launch
 assumed (a device token, one past the vocabulary, a position, a row, k, confidences, a table, the
 stash, the decode's hidden rows, the drafter cache, a per-sequence propose first or instead, no
-stash, no call at all, a bad call token), or nothing. Both must return the same drafts, confidences
-or error, and hold the same bits in every buffer. So a propose launched ahead is taken only when it
-is exactly the call's, and otherwise leaves nothing behind."""
+stash, no call at all, a bad call token), or nothing; or, before the launch, a decode row the pass
+reads is not finite, a drafter table does not cover its row, or (launching nothing) holds a block id
+past the cache, so that the call must refuse it. Both must return the same drafts, confidences or
+error, and hold the same bits in every buffer. So a propose launched ahead is taken only when it is
+exactly the call's, and otherwise leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -48,6 +50,9 @@ CHANGES = (
     "no_stash",
     "no_call",
     "bad_token",
+    "nan_row",
+    "short_table",
+    "bad_block_id",
 )
 
 
@@ -77,6 +82,13 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
     logits = model.decode_batch([a.last_token for a in rows], seqs, 0)
     tokens = argmax_rows(logits)
     j = at % n
+    if change == "nan_row":  # before the launch: the pass reads it, and must be refused and undone
+        model.hidden_states[j] = float("nan")
+    if change == "short_table":  # before the launch: a drafter table that does not cover the row's position,
+        # which the pass survives (it reads block 0 past the table's end) and the checks refuse once it runs
+        del seqs[j].draft_block_table[seqs[j].seq_len // model.cfg.block_size :]
+    if change == "bad_block_id":  # before the launch: a block id past the drafter cache, which no pass may read
+        seqs[j].draft_block_table[-1] = model.cfg.num_draft_blocks
     if launch:
         ahead = tokens.clone()
         if change == "token":  # the device's token differs from the one the call brings
@@ -84,7 +96,11 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
         elif change == "device_token_past_vocab":  # as a refused row's token may be
             ahead[j] = model.cfg.vocab_size + 7
         model.propose_ahead(ahead, seqs, k, with_conf)
-        assert model._ahead is not None, f"nothing launched ahead for {n} rows, k={k}"  # else the property is void
+        passes = model._ahead_passes.passes.values() if model._ahead_passes is not None else ()
+        launched = sum(p.calls for p in passes)
+        assert launched == (change != "bad_block_id"), f"{launched} passes launched ahead for {n} rows, k={k}"
+        refused = change in ("short_table", "bad_block_id")
+        assert (model._ahead is None) == refused, "a pass the checks refuse must be undone at once"
     call_tokens, call_seqs, call_k, conf = tokens.tolist(), list(seqs), k, with_conf
     if model.device.type == "cuda":  # the writes below go around the model: after its queued work, not during it
         torch.cuda.synchronize()

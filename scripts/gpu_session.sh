@@ -78,6 +78,12 @@
 #                                   float32 and exact float32, the hand-built mixes in fast float32, then at n = 64
 #                                   the host time of the step's pieces with it and without, the step's profile, and
 #                                   the benchmark of the fully batched step and of the loop
+#   scripts/gpu_session.sh mirror   the block tables kept on the device: the GPU tests of the static passes, the paged
+#                                   kernel, the graphed sampler and the mirror, the propose ahead's property and the
+#                                   model carry-over property in fast and exact float32, the hand-built mixes in fast
+#                                   float32, at n = 64 the step's timeline and its pieces' host time (with the propose
+#                                   ahead and without), then the fully batched step at n = 64, 128, 256 and the loop
+#                                   at 64, greedy and mixed
 #   scripts/gpu_session.sh vcheck   the GPU tests of the static passes, the paged kernel and the graphed sampler, the
 #                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`, for up to
 #                                   330 s), then P1 and P4 against it for the rest of the call
@@ -90,7 +96,7 @@
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck|closeout}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck|closeout|mirror}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -384,6 +390,27 @@ PY
   done
   SKIP_CHECKS=1 BENCH_S=$(( (${BUDGET_S:-585} - SECONDS) / 2 - 10 )) OUT="$res/vector" run vector-bench \
     $(( ${BUDGET_S:-585} + 5 - SECONDS )) bash scripts/gpu_bench_vector.sh
+elif [ "$part" = mirror ]; then
+  run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
+    tests/test_batch_sampling.py tests/test_table_mirror.py -m "gpu or not gpu"
+  for numerics in fast exact; do
+    run "ahead-carryover-$numerics-f32" 70 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
+      properties/test_model_carryover.py --impl batched.vector_step:step_mtp_bootstrap_vectorized --device "$dev" \
+      --numerics "$numerics" --dtype float32
+  done
+  run mixes-fast-f32 60 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
+    --device "$dev" --numerics fast --dtype float32
+  for mix in greedy mixed; do
+    run "timeline-$mix" 40 $py scripts/step_timeline.py --device "$dev" --mix "$mix" --n 64 --out "$res/timeline-$mix.json"
+    run "timers-$mix" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
+    run "timers-$mix-no-ahead" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --no-ahead \
+      --out "$res/timers-$mix-no-ahead.json"
+  done
+  for mix in greedy mixed; do
+    run "bench-$mix" $(( (${BUDGET_S:-570} - SECONDS) / 2 )) $py -m pytest -q -p no:cacheprovider \
+      benchmarks/bench_bootstrap.py --device "$dev" --bench-mix "$mix" --bench-sizes 64,128,256 --bench-budget 0.5 \
+      -k "vector or (per_seq and n064)" --benchmark-json "$res/bench-$mix.json"
+  done
 elif [ "$part" = vcheck ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu

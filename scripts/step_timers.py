@@ -22,12 +22,12 @@ from typing import Any
 
 import torch
 
-import batched.padded_passes as padded_passes
 import batched.paged_attention as paged_attention
 import batched.vector_model as vector_model
 import batched.vector_sample as vector_sample
 import batched.vector_step as vector_step
 from batched.static_passes import HostCopy, PassCache, Staging, StaticPass
+from batched.table_mirror import TableMirror
 from batched.vector_model import VectorMtpModel
 from benchmarks.settings import MIXES, resolve
 from benchmarks.worlds import build_bench_world, sync
@@ -50,7 +50,7 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (vector_model, "take"),
     (vector_model, "undo"),
     (vector_step, "checkpoint_rows"),
-    (padded_passes, "row_sections"),
+    (TableMirror, "write"),
     (StaticPass, "load"),
     (Staging, "copy_to"),
     (HostCopy, "of"),
