@@ -400,6 +400,7 @@ elif [ "$part" = mirror ]; then
   done
   run mixes-fast-f32 60 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32
+  run mirror-write 30 $py scripts/mirror_write.py --device "$dev" --out "$res/mirror-write.json"
   for mix in greedy mixed; do
     run "timeline-$mix" 40 $py scripts/step_timeline.py --device "$dev" --mix "$mix" --n 64 --out "$res/timeline-$mix.json"
     run "timers-$mix" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
