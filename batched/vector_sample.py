@@ -18,7 +18,7 @@ from batched.batch_sampling import SampledRows, outcomes, sample_pass
 from batched.protocol import BatchedModel
 from batched.readback import read_together
 from batched.row_scalars import int_column
-from batched.row_table import eos_held, greedy_rows, row_table
+from batched.row_table import row_classes
 from batched.sample_requests import sample_request
 from reference.errors import ModelError, format_chain
 from reference.model.kernels import argmax_rows
@@ -69,9 +69,7 @@ def sample_all(
     with another token, or none."""
     n, vocab = len(refs), model.vocab_size()
     floor = sched.watchdog.min_reasoning_floor
-    table = row_table(refs, floor)
-    held = eos_held(table).tolist()
-    greedy = greedy_rows(table, sched, verify_ctx).tolist()
+    held, greedy = row_classes(refs, floor, sched, verify_ctx)
     n_greedy = sum(greedy)
 
     passes_of = getattr(model, "pass_cache", None)  # a `VectorMtpModel`'s static passes, else eager ones

@@ -13,6 +13,7 @@ MASKS = "batched/batch_masks.py"
 NOISE = "batched/batch_noise.py"
 REQUESTS = "batched/sample_requests.py"
 ROWS = "batched/vector_sample.py"
+CLASSES = "batched/row_table.py"
 LOGPROBS = "batched/batch_logprobs.py"
 STEP = "batched/vector_step.py"
 PADDED = "batched/padded_passes.py"
@@ -72,10 +73,13 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     vector(
         "vec-eos-hold-any-row",
-        ROWS,
+        CLASSES,
         "B8",
         "the EOS mask is applied to every row as soon as one row holds EOS",
-        ("held = eos_held(table).tolist()", "held = [bool(eos_held(table).any())] * n"),
+        (
+            "held = [len(a.output_tokens) < a.min_tokens and len(a.eos_ids) > 0 for a in refs]",
+            "held = [any(len(a.output_tokens) < a.min_tokens and len(a.eos_ids) > 0 for a in refs)] * len(refs)",
+        ),
     ),
     vector(
         "vec-grammar-mask-next-row",
@@ -132,8 +136,11 @@ MUTANTS: tuple[Mutant, ...] = (
         "vec-eligibility-in-index-order",
         ROWS,
         "B5 B1",
-        "the row columns are built in sequence order, misaligned with the rows sorted by SSM slot",
-        ("table = row_table(refs, floor)", "table = row_table(sorted(refs, key=lambda a: a.seq_id), floor)"),
+        "the row classes are computed in sequence order, misaligned with the rows sorted by SSM slot",
+        (
+            "held, greedy = row_classes(refs, floor, sched, verify_ctx)",
+            "held, greedy = row_classes(sorted(refs, key=lambda a: a.seq_id), floor, sched, verify_ctx)",
+        ),
     ),
     vector(
         "vec-argmax-failure-rows-unsampled",
@@ -448,5 +455,26 @@ MUTANTS: tuple[Mutant, ...] = (
             "    if not all(row[-1] for row in host):  # refused: the pass wrote its entries all the same\n",
             "    if False:\n",
         ),
+    ),
+    vector(
+        "vec-greedy-ignores-penalties",
+        CLASSES,
+        "B5 B4",
+        "a row with a repetition penalty counts as plain greedy, so the batched argmax serves it unpenalised",
+        ("        and a.repetition_penalty == 1.0\n", ""),
+    ),
+    vector(
+        "vec-greedy-ignores-forced-zero",
+        CLASSES,
+        "B5",
+        "a row whose temperature is forced to 0 is not served by the batched argmax",
+        ("(a.temperature == 0.0 or force)", "a.temperature == 0.0"),
+    ),
+    vector(
+        "vec-greedy-ignores-reasoning-floor",
+        CLASSES,
+        "B5 B4",
+        "a row under the reasoning floor counts as plain greedy, so its banned ids are not banned",
+        ("        and not reasoning_floor_holds(a, min_reasoning_floor)\n", ""),
     ),
 )

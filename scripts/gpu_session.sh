@@ -84,6 +84,11 @@
 #                                   float32, at n = 64 the step's timeline and its pieces' host time (with the propose
 #                                   ahead and without), then the fully batched step at n = 64, 128, 256 and the loop
 #                                   at 64, greedy and mixed
+#   scripts/gpu_session.sh mirror2  the GPU tests of the static passes, the paged kernel and the graphed sampler, the
+#                                   mirror's and the row classes' tests, the paged kernel in Triton's interpreter, at
+#                                   n = 64 the three-way benchmark (and the fully batched step once more, in another
+#                                   process) and the step's timeline, greedy and mixed, then the fully batched step's
+#                                   catalogue in fast float32 on cuda (as `vmutants`) for the rest of BUDGET_S (570)
 #   scripts/gpu_session.sh vcheck   the GPU tests of the static passes, the paged kernel and the graphed sampler, the
 #                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`, for up to
 #                                   330 s), then P1 and P4 against it for the rest of the call
@@ -96,7 +101,7 @@
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck|closeout|mirror}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck|closeout|mirror|mirror2}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -412,6 +417,20 @@ elif [ "$part" = mirror ]; then
       benchmarks/bench_bootstrap.py --device "$dev" --bench-mix "$mix" --bench-sizes 64,128,256 --bench-budget 0.5 \
       -k "vector or (per_seq and n064)" --benchmark-json "$res/bench-$mix.json"
   done
+elif [ "$part" = mirror2 ]; then
+  run gpu-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
+    tests/test_batch_sampling.py -m gpu
+  run mirror-tests 40 $py -m pytest -q -p no:cacheprovider tests/test_table_mirror.py tests/test_row_table.py \
+    tests/test_vector_step.py -k "mirror or classes or launches" --device "$dev"
+  run interpreter-test 60 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -k interpreter --tb=long
+  for mix in greedy mixed; do
+    run "bench-$mix-64" 60 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+      --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
+    run "bench-$mix-64-again" 30 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+      --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 -k vector --benchmark-json "$res/bench-$mix-64-again.json"
+    run "timeline-$mix" 30 $py scripts/step_timeline.py --device "$dev" --mix "$mix" --n 64 --out "$res/timeline-$mix.json"
+  done
+  SUITE_TIMEOUT=240 vector_mutants "${BUDGET_S:-570}" 240
 elif [ "$part" = vcheck ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
