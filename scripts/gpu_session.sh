@@ -86,8 +86,8 @@
 #                                   at 64, greedy and mixed
 #   scripts/gpu_session.sh mirror2  the GPU tests of the static passes, the paged kernel and the graphed sampler, the
 #                                   mirror's and the row classes' tests, the paged kernel in Triton's interpreter, at
-#                                   n = 64 the three-way benchmark (and the fully batched step once more, in another
-#                                   process) and the step's timeline, greedy and mixed, then the fully batched step's
+#                                   n = 64 the three-way benchmark and the step's timeline, greedy and mixed, then the
+#                                   fully batched step's
 #                                   catalogue in fast float32 on cuda (as `vmutants`) for the rest of BUDGET_S (570)
 #   scripts/gpu_session.sh vcheck   the GPU tests of the static passes, the paged kernel and the graphed sampler, the
 #                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`, for up to
@@ -422,12 +422,10 @@ elif [ "$part" = mirror2 ]; then
     tests/test_batch_sampling.py -m gpu
   run mirror-tests 40 $py -m pytest -q -p no:cacheprovider tests/test_table_mirror.py tests/test_row_table.py \
     tests/test_vector_step.py -k "mirror or classes or launches" --device "$dev"
-  run interpreter-test 60 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -k interpreter --tb=long
+  run interpreter-test 40 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -k interpreter --tb=long
   for mix in greedy mixed; do
     run "bench-$mix-64" 60 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
       --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
-    run "bench-$mix-64-again" 30 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
-      --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 -k vector --benchmark-json "$res/bench-$mix-64-again.json"
     run "timeline-$mix" 30 $py scripts/step_timeline.py --device "$dev" --mix "$mix" --n 64 --out "$res/timeline-$mix.json"
   done
   SUITE_TIMEOUT=240 vector_mutants "${BUDGET_S:-570}" 240
