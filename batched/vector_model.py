@@ -4,7 +4,9 @@ copied in one pass.
 Its `decode_batch` and batched propose accept and refuse exactly what `BatchedMtpModel`'s do (all rows
 checked at once, `batched.batch_checks`, row by row only to word a refusal), then run on rows and
 spans padded to buckets (`batched.padded_passes`), replayed as CUDA graphs on a GPU
-(`batched.static_passes`; `graph_after` eager calls per shape first, None: never a graph).
+(`batched.static_passes`; `graph_after` eager calls per shape first, None: never a graph). The passes
+read the block tables from the model's mirrors of them on the device (`batched.table_mirror`), which
+copy only the tables that changed since they were last written.
 
 Inside `deferred_checkpoints()`, `start_checkpoint_async` runs its checks and records the position
 at once (a failing one raises and records nothing, as always) but leaves the state copy pending;
@@ -14,9 +16,10 @@ the fully batched step opens the scope around its checkpoint loop only. Outside 
 is a `BatchedMtpModel`. `from_model` turns a `BatchedMtpModel` into one, sharing its buffers.
 
 `propose_ahead` launches a batched propose of all rows of the last decode before its call is made
-(`batched.propose_ahead`: on a stream of its own on CUDA, in a memory pool of its own); the call
-that matches it takes it, any other propose undoes it first, and so does `settle_ahead`. Until then
-the drafter cache may be written only through this model's operations.
+(`batched.propose_ahead`: on a stream of its own on CUDA, in a memory pool of its own), and runs the
+call's checks while it runs; the call that matches it takes it, any other propose undoes it first,
+and so does `settle_ahead`. Until then the drafter cache may be written only through this model's
+operations.
 """
 
 from __future__ import annotations

@@ -87,8 +87,8 @@
 #   scripts/gpu_session.sh mirror2  the GPU tests of the static passes, the paged kernel and the graphed sampler, the
 #                                   mirror's and the row classes' tests, the paged kernel in Triton's interpreter, at
 #                                   n = 64 the three-way benchmark and the step's timeline, greedy and mixed, then the
-#                                   fully batched step's
-#                                   catalogue in fast float32 on cuda (as `vmutants`) for the rest of BUDGET_S (570)
+#                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`) for the
+#                                   rest of BUDGET_S (570)
 #   scripts/gpu_session.sh vcheck   the GPU tests of the static passes, the paged kernel and the graphed sampler, the
 #                                   fully batched step's catalogue in fast float32 on cuda (as `vmutants`, for up to
 #                                   330 s), then P1 and P4 against it for the rest of the call
