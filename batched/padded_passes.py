@@ -1,9 +1,11 @@
 """`decode_batch` and the batched propose as static-shape passes (`batched.static_passes`): what each
-packs on the host for n rows padded to a bucket, and the pass over the packed buffers.
+packs on the host for n rows padded to a bucket, and the pass over the packed buffers; the block
+tables come from the model's mirrors of them on the device (`batched.table_mirror`).
 
-Both run after the operation's checks, so every input is valid; both leave the caches, the SSM
-states and `hidden_states` rows 0..n-1 as `BatchedMtpModel`'s operations do (bit for bit in exact
-numerics) and write nothing else.
+Both run after the operation's checks, so every input is valid (a propose launched ahead, after the
+checks that keep it inside its buffers: `VectorMtpModel.propose_ahead`); both leave the caches, the
+SSM states and `hidden_states` rows 0..n-1 as `BatchedMtpModel`'s operations do (bit for bit in
+exact numerics) and write nothing else.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Block tables kept on the device between passes, one row per sequence slot, as serving engines keep
 them: a pass gathers its rows' tables by slot instead of packing and copying every table on every
-call (at n = 64 that was 4,096 integers a decode and as many a propose).
+call (at n = 64 in the benchmark's world, 2,048 integers a decode and as many a propose).
 
 A mirror remembers, per slot, the table its device row was last written from (a host copy). A table
-equal to that copy (one list comparison, in C) needs neither a check of its block ids (they were
-checked before it was written) nor a copy. A table that differs in any entry, or in length, is
-written again: a slot handed to another sequence, a table grown by a block, an entry edited in place.
+equal to that copy (one list comparison, in C) needs no copy. A table that differs in any entry, or
+in length, is written again: a slot handed to another sequence, a table grown by a block, an entry
+edited in place. Equal in value is not the same as valid: a float 3.0 equals the block id 3 but is
+not one, so callers still check every table before a call proceeds; the mirror saves copies only.
 """
 
 from __future__ import annotations
