@@ -12,12 +12,15 @@ in scattered blocks, `history` output tokens, no grammar, speculation on. The wo
 
 from __future__ import annotations
 
+import gc
 import math
 import random
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 import torch
 
+from batched.vector_model import VectorMtpModel
 from benchmarks.settings import BenchSettings
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from properties.world import World, build_world, draft_table_len
@@ -93,3 +96,27 @@ def build_bench_world(s: BenchSettings, n: int, seed: int = 0) -> World:
 def cache_lens(world: World) -> list[int]:
     """Tokens in each bootstrapping sequence's cache before the step."""
     return [world.active[i].seq.seq_len for i in world.idxs]
+
+
+@dataclass(slots=True)
+class VectorBench:
+    """The benchmark world of n sequences on a `VectorMtpModel`, and the model every measured step
+    runs on: each step gets a fresh copy of the world in it, so its graphs stay captured."""
+
+    settings: BenchSettings
+    base: World
+    work: VectorMtpModel
+
+    @classmethod
+    def make(cls, s: BenchSettings, n: int, **model: Any) -> VectorBench:
+        """`model`: `VectorMtpModel.from_model`'s options (graph_after, paged)."""
+        base = build_bench_world(s, n)
+        base.model = VectorMtpModel.from_model(base.model, **model)
+        return cls(s, base, base.model.clone())
+
+    def fresh(self) -> World:
+        """The world copied into the working model, its garbage collected, the device idle."""
+        w = self.base.clone(into=self.work)
+        gc.collect()  # the copy's garbage is not the step's
+        sync(self.settings.device)
+        return w

@@ -20,11 +20,10 @@ from dataclasses import replace
 import torch
 
 import batched.paged_attention as paged_attention
-from batched.vector_model import VectorMtpModel
 from benchmarks.bench_bootstrap import IMPLS
 from benchmarks.pyprofile import print_table, python_table
 from benchmarks.settings import MIXES, resolve
-from benchmarks.worlds import build_bench_world, sync
+from benchmarks.worlds import VectorBench, sync
 from properties.world import World
 
 
@@ -45,20 +44,15 @@ def main() -> None:
         paged_attention.PREFETCH = bool(a.prefetch)
     torch.set_num_threads(1)
     s = replace(resolve({"device": a.device}), mix=a.mix)
-    base = build_bench_world(s, a.n)
-    base.model = VectorMtpModel.from_model(base.model, graph_after=None if a.no_graphs else 1, paged=not a.gather)
-    work = base.model.clone()  # every run's model: the world is copied into it, its graphs stay
+    bench = VectorBench.make(s, a.n, graph_after=None if a.no_graphs else 1, paged=not a.gather)
+    base, work = bench.base, bench.work
     step = IMPLS[a.impl]
 
     def run(w: World) -> None:
         step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
         sync(s.device)
 
-    def fresh() -> World:
-        w = base.clone(into=work)
-        gc.collect()  # not the step's garbage
-        sync(s.device)
-        return w
+    fresh = bench.fresh
 
     for _ in range(3):
         run(fresh())

@@ -30,13 +30,13 @@ import batched.vector_sample as vector_sample
 import batched.vector_step as vector_step
 from batched.vector_model import VectorMtpModel
 from benchmarks.settings import MIXES, resolve
-from benchmarks.worlds import build_bench_world, sync
+from benchmarks.worlds import VectorBench, sync
 
 PIECES: tuple[tuple[Any, str], ...] = (
     (VectorMtpModel, "_check_decode_batch"),
     (vector_model, "decode_padded"),
     (vector_step, "sample_all"),
-    (vector_sample, "row_table"),
+    (vector_sample, "row_classes"),
     (vector_sample, "sample_pass"),
     (vector_sample, "device_tokens"),
     (VectorMtpModel, "propose_ahead"),
@@ -84,10 +84,8 @@ def main() -> None:
     torch.set_num_threads(1)
     s = replace(resolve({"device": a.device}), mix=a.mix)
     cuda = s.on_cuda
-    base = build_bench_world(s, a.n)
-    base.model = VectorMtpModel.from_model(base.model)
-    base.model.ahead = not a.no_ahead
-    work = base.model.clone()
+    bench = VectorBench.make(s, a.n)
+    bench.work.ahead = not a.no_ahead
     marks: Marks = defaultdict(list)
     clock = {"t0": 0.0}
     for owner, name in PIECES:
@@ -97,9 +95,7 @@ def main() -> None:
     rows: list[dict[str, tuple[float, float, float | None]]] = []
 
     def one() -> float:
-        w = base.clone(into=work)
-        gc.collect()
-        sync(s.device)
+        w = bench.fresh()
         marks.clear()
         start = torch.cuda.Event(enable_timing=True) if cuda else None
         clock["t0"] = time.perf_counter()

@@ -30,7 +30,7 @@ from batched.static_passes import HostCopy, PassCache, Staging, StaticPass
 from batched.table_mirror import TableMirror
 from batched.vector_model import VectorMtpModel
 from benchmarks.settings import MIXES, resolve
-from benchmarks.worlds import build_bench_world, sync
+from benchmarks.worlds import VectorBench, sync
 
 # (owner, attribute): the pieces timed, module functions and methods alike.
 PIECES: tuple[tuple[Any, str], ...] = (
@@ -38,7 +38,7 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (VectorMtpModel, "_check_decode_batch"),
     (vector_model, "decode_padded"),
     (vector_step, "sample_all"),
-    (vector_sample, "row_table"),
+    (vector_sample, "row_classes"),
     (vector_sample, "sample_pass"),
     (VectorMtpModel, "argmax_batch"),
     (vector_step, "emit_rows"),
@@ -113,10 +113,9 @@ def main() -> None:
     if a.prefetch is not None:
         paged_attention.PREFETCH = bool(a.prefetch)
     s = replace(resolve({"device": a.device}), mix=a.mix)
-    base = build_bench_world(s, a.n)
-    base.model = VectorMtpModel.from_model(base.model)
-    base.model.ahead = not a.no_ahead
-    work = base.model.clone()
+    bench = VectorBench.make(s, a.n)
+    work = bench.work
+    work.ahead = not a.no_ahead
     totals: dict[str, float] = defaultdict(float)
     for owner, name in PIECES:
         label = f"{getattr(owner, '__name__', owner)}.{name}"
@@ -126,9 +125,7 @@ def main() -> None:
     step = vector_step.step_mtp_bootstrap_vectorized
 
     def one() -> float:
-        w = base.clone(into=work)
-        gc.collect()
-        sync(s.device)
+        w = bench.fresh()
         t0 = time.perf_counter()
         step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
         sync(s.device)
