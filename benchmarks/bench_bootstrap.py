@@ -26,6 +26,7 @@ import torch
 from batched.step import step_mtp_bootstrap_batched
 from batched.vector_step import step_mtp_bootstrap_vectorized
 from benchmarks.floor import step_bytes
+from benchmarks.host_probe import host_probe_s
 from benchmarks.opcount import count_ops
 from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
 from benchmarks.worlds import build_bench_world, cache_lens, sync
@@ -88,11 +89,13 @@ def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchS
     base = pristine_world(s, n)
 
     work = working_model(s, n, impl)
+    probes: list[float] = []  # the host's speed just before each round (`benchmarks.host_probe`)
 
     def setup() -> tuple[tuple[World], dict[str, Any]]:
         world = base.clone(into=work)
         gc.collect()  # the copy's garbage is the setup's: a collection of it is not the step's time
         sync(s.device)
+        probes.append(host_probe_s())
         return (world,), {}
 
     def run(w: World) -> None:
@@ -144,7 +147,9 @@ def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchS
     # collection walks only what the rounds made.
     gc.collect()
     gc.freeze()
+    probes.clear()
     try:
         benchmark.pedantic(run, setup=setup, rounds=rounds, warmup_rounds=s.warmup_rounds, iterations=1)
     finally:
         gc.unfreeze()
+    benchmark.extra_info["host_probe_s"] = probes[len(probes) - rounds :]  # the timed rounds', in order

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks.host_probe import HostSpeed, host_speed
+
 
 @dataclass(slots=True, frozen=True)
 class Row:
@@ -22,6 +24,7 @@ class Row:
     vector_s: float | None = None
     vector_ops: int | None = None
     vector_reads: int | None = None
+    vector_host: HostSpeed | None = None  # its rounds against the host's speed, where both were recorded
 
     @property
     def speedup(self) -> float | None:
@@ -76,6 +79,7 @@ def bootstrap_rows(entries: list[dict[str, Any]]) -> list[Row]:
                 vector_s=_median(vec),
                 vector_ops=_info(vec, "device_ops"),
                 vector_reads=_info(vec, "host_reads"),
+                vector_host=_host(vec),
             )
         )
     return rows
@@ -83,6 +87,16 @@ def bootstrap_rows(entries: list[dict[str, Any]]) -> list[Row]:
 
 def _median(b: dict[str, Any] | None) -> float | None:
     return None if b is None or not b.get("stats") else float(b["stats"]["median"])
+
+
+def _host(b: dict[str, Any] | None) -> HostSpeed | None:
+    """The rounds of `b` against its host probes (`benchmarks.host_probe`); None where a file lacks
+    either (older files, a run with timing disabled) or they do not pair up."""
+    times = (b or {}).get("stats", {}).get("data")
+    probes = _info(b, "host_probe_s")
+    if not times or not probes or len(times) != len(probes):
+        return None
+    return host_speed(times, probes)
 
 
 def _info(b: dict[str, Any] | None, key: str) -> Any:

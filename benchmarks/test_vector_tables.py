@@ -63,7 +63,9 @@ def test_summary_checks_the_targets_and_fills_its_markers(tmp_path: Path, capsys
     doc.write_text(f"top\n{begin_marker('vector-summary')}\nto be filled\n{end_marker('vector-summary')}\nbottom\n")
     assert summary_main([str(results), "--doc", str(doc)]) == 0
     out = capsys.readouterr().out
-    assert "| mixed | test gpu | 200 ms | 4 ms | 500 µs | 100 µs | 5.0x (<= 8x: met) | 400x (>= 100x: met) |" in out
+    mixed = "| mixed | test gpu | 200 ms | 4 ms | 500 µs | 100 µs | 5.0x (<= 8x: met) | 400x (>= 100x: met) | 200 | 2 |"
+    mixed += " - |"
+    assert mixed in out
     assert "| greedy | test gpu | 200 ms | 4 ms | 1 ms | 100 µs | 10.0x (<= 5x: missed) | 200x (>= 100x: met) |" in out
     text = doc.read_text()
     assert "to be filled" not in text and "top" in text and "bottom" in text and "400x" in text
@@ -74,3 +76,13 @@ def test_the_plot_draws_the_three_implementations(tmp_path: Path) -> None:
     path = tmp_path / "p.png"
     assert plot_rows(bootstrap_rows(three(1) + three(64)), path, "t")
     assert path.stat().st_size > 0
+
+
+def test_the_summary_counts_the_rounds_on_a_slowed_host(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    vector = _entry(64, "vector", 6e-4)
+    vector["stats"] = {"median": 6e-4, "rounds": 4, "data": [5e-4, 5e-4, 7e-4, 9e-4]}
+    vector["extra_info"]["host_probe_s"] = [3e-5, 3.1e-5, 4e-5, 5e-5]  # type: ignore[index]
+    results = tmp_path / "r.json"
+    results.write_text(json.dumps({"benchmarks": [*three(64)[:2], vector]}))
+    assert summary_main([str(results)]) == 0
+    assert "| 2 of 4 (others' median 0.5 ms) |" in capsys.readouterr().out

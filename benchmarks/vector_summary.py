@@ -4,8 +4,9 @@ fully batched step against its targets at one batch size, as a markdown table.
 Per mix found in the files: the medians of the per-sequence loop, the batched step and the fully
 batched step, the memory floor, the fully batched step's time over the floor and its speedup over
 the loop, each against its target (within 5x of the floor with every row greedy, within 8x with
-every fourth row sampled, at least 100x faster than the loop). Printed, and with `--doc` written
-between the `bench:vector-summary` markers of that page.
+every fourth row sampled, at least 100x faster than the loop), and how many of its rounds ran on a
+slowed host (`benchmarks.host_probe`; the verdicts use every round). Printed, and with `--doc`
+written between the `bench:vector-summary` markers of that page.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def summary_table(found: dict[str, tuple[list[Row], dict[str, Any]]], n: int) ->
     """The markdown table at batch size n, one line per mix."""
     lines = [
         "| mix | device | per-sequence | batched | fully batched | floor | fully batched / floor (target) "
-        "| speedup over the loop (target) | device ops | host reads |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| speedup over the loop (target) | device ops | host reads | rounds on a slowed host |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for mix in sorted(found):
         rows, info = found[mix]
@@ -71,6 +72,7 @@ def summary_table(found: dict[str, tuple[list[Row], dict[str, Any]]], n: int) ->
             f"{'-' if speed is None else f'{speed:.0f}x'} (>= {SPEEDUP_TARGET:g}x: {_verdict(speed_ok)})",
             "-" if r.vector_ops is None else str(r.vector_ops),
             "-" if r.vector_reads is None else str(r.vector_reads),
+            "-" if r.vector_host is None else r.vector_host.describe(),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
