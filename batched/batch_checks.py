@@ -104,5 +104,10 @@ def propose_batch_ok(
         return False
     if not block_ids_in(tables, cfg.num_draft_blocks):
         return False
+    # The writes are distinct when no two (member, logical block) pairs they touch share a physical
+    # block (within one pair the offsets differ): one entry per block, not per write. Else count exactly.
+    touched = [t[b] for t, p in zip(tables, positions, strict=True) for b in range(p // bs, (p + k - 1) // bs + 1)]
+    if len(set(touched)) == len(touched):
+        return True
     writes = {t[q // bs] * bs + q % bs for t, p in zip(tables, positions, strict=True) for q in range(p, p + k)}
     return len(writes) == n * k

@@ -36,12 +36,13 @@ def decode_padded(
     tokens: list[int],
     seqs: list[SequenceState],
     read: Read | None = None,
-) -> tuple[torch.Tensor, HostCopy]:
+) -> tuple[torch.Tensor, HostCopy, torch.Tensor]:
     """Decode tokens[j] for seqs[j] on `row_bucket(n)` rows: each row's KV written at its position,
     each SSM slot advanced, hidden rows 0..n-1 written, every seq_len advanced; the block tables read
     from `tables` (a mirror of the main tables, written here where they changed); attention by `read`
-    when given (`RowMeta.read`). Returns logits [n, V] and the host copy of their `argmax_verdicts`
-    [2, n], computed in the same pass (the batched argmax's work, done before anyone asks for it)."""
+    when given (`RowMeta.read`). Returns logits [n, V], the host copy of their `argmax_verdicts`
+    [2, n], computed in the same pass (the batched argmax's work, done before anyone asks for it),
+    and the argmax itself on the device ([n] int64, a tensor of its own, queued)."""
     cfg, n, bs = model.cfg, len(seqs), model.cfg.block_size
     rows = row_bucket(n)
     pos = [s.seq_len for s in seqs]
@@ -84,7 +85,8 @@ def decode_padded(
     for s in seqs:
         s.seq_len += 1
     # The verdicts' copy to the host is queued behind the pass: it reads them before any later pass.
-    return logits[:n].clone() if replayed else logits[:n], HostCopy.of(verdicts[:, :n])
+    ids = verdicts[0, :n].clone()  # the graph's outputs are rewritten by its next replay
+    return logits[:n].clone() if replayed else logits[:n], HostCopy.of(verdicts[:, :n]), ids
 
 
 def propose_padded(

@@ -19,7 +19,9 @@ is a `BatchedMtpModel`. `from_model` turns a `BatchedMtpModel` into one, sharing
 (`batched.propose_ahead`: on a stream of its own on CUDA, in a memory pool of its own), and runs the
 call's checks while it runs; the call that matches it takes it, any other propose undoes it first,
 and so does `settle_ahead`. Until then the drafter cache may be written only through this model's
-operations.
+operations. `plan_ahead` asks the next `decode_batch` of given sequences to make that launch itself,
+from its rows' argmax, as soon as its pass is queued: for a step whose rows all take the batched
+argmax, whose tokens are then known on the device before the call returns.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class Verdicts:
     logits: torch.Tensor
     version: int
     host: HostCopy
+    ids: torch.Tensor  # [n] int64 on the device: the argmax row of the verdicts, a tensor of its own
 
 
 class VectorMtpModel(BatchedMtpModel):
@@ -65,6 +68,7 @@ class VectorMtpModel(BatchedMtpModel):
     _ahead_call: tuple[list[int], list[SequenceState]] | None = None  # the call whose checks it passed
     _tables: TableMirror | None = None  # the main block tables on the device, by slot (made on first use)
     _draft_tables: TableMirror | None = None  # the drafter's
+    _plan: tuple[list[SequenceState], int, bool] | None = None  # `plan_ahead`'s (seqs, k, with_conf)
     ahead: bool = True  # whether `propose_ahead` launches anything
     taken_ahead: int = 0  # proposes launched ahead that a call took (for tests and figures)
     graph_after: int | None = 1
@@ -82,6 +86,7 @@ class VectorMtpModel(BatchedMtpModel):
         new._verdicts = None
         new._ahead = new._ahead_passes = new._ahead_call = None
         new._tables = new._draft_tables = None
+        new._plan = None
         new.graph_after = graph_after
         new.paged = paged
         return new
@@ -175,12 +180,29 @@ class VectorMtpModel(BatchedMtpModel):
             return
         super().stash_verify_hidden_rows(rows, rank)
 
+    def decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int = 0) -> torch.Tensor:
+        """As `BatchedMtpModel.decode_batch`; then, when `plan_ahead` planned it for exactly `seqs`, the
+        propose launched ahead from the rows' argmax. Drops any plan."""
+        plan, self._plan = self._plan, None
+        logits = super().decode_batch(tokens, seqs, rank)
+        if plan is not None and plan[0] is seqs and self._verdicts is not None:
+            self.propose_ahead(self._verdicts.ids, seqs, plan[1], plan[2])
+        return logits
+
     def _decode_rows(self, tokens: list[int], seqs: list[SequenceState]) -> torch.Tensor:
         self.settle_ahead()
         tables, read = self.main_tables(), self.attention_read()
-        logits, verdicts = decode_padded(self, self.pass_cache(), tables, tokens, seqs, read)
-        self._verdicts = Verdicts(logits, logits._version, verdicts)
+        logits, verdicts, ids = decode_padded(self, self.pass_cache(), tables, tokens, seqs, read)
+        self._verdicts = Verdicts(logits, logits._version, verdicts, ids)
         return logits
+
+    def plan_ahead(self, seqs: list[SequenceState], k: int, with_conf: bool) -> None:
+        """Have the next `decode_batch` launch `propose_ahead(tokens, seqs, k, with_conf)` once its pass
+        is queued, when it decodes exactly `seqs` (this list object) and passes its checks, the tokens
+        being its rows' argmax (ties to the lowest id) as its pass computed them. The next
+        `decode_batch`, `propose_ahead` or `settle_ahead` drops the plan, launched or not; a launch
+        the call does not match is undone as any other."""
+        self._plan = (seqs, k, with_conf)
 
     def _argmax_verdicts(self, logits: torch.Tensor, n: int) -> tuple[list[int], list[int]]:
         """The verdicts the last decode computed in its pass when `logits` is the tensor it returned,
@@ -269,8 +291,8 @@ class VectorMtpModel(BatchedMtpModel):
             undo(a, self)
 
     def settle_ahead(self) -> None:
-        """Undo the propose launched ahead if it is still pending (nothing otherwise)."""
-        a, self._ahead, self._ahead_call = self._ahead, None, None
+        """Undo the propose launched ahead if it is still pending (nothing otherwise); drop a plan."""
+        a, self._ahead, self._ahead_call, self._plan = self._ahead, None, None, None
         if a is not None:
             undo(a, self)
 

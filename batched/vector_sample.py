@@ -1,9 +1,10 @@
 """B4-B10 of the fully batched step: every row's token (or sampling refusal) and top logprobs, with one
 `argmax_batch` for the eligible greedy rows and one sampling pass for the rest.
 
-The rows `argmax_batch` cannot serve are sampled first (their pass is launched before the call, so
-its device work overlaps the call's host read); when `argmax_batch` fails (B7) the eligible rows get
-a second pass. Tokens, refusal flags and logprobs of every pass come back in one host read.
+The row classes (`batched.row_table.row_classes`) come from the caller, which needs them before the
+decode. The rows `argmax_batch` cannot serve are sampled first (their pass is launched before the
+call, so its device work overlaps the call's host read); when `argmax_batch` fails (B7) the eligible
+rows get a second pass. Tokens, refusal flags and logprobs of every pass come back in one host read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from batched.batch_sampling import SampledRows, outcomes, sample_pass
 from batched.protocol import BatchedModel
 from batched.readback import read_together
 from batched.row_scalars import int_column
-from batched.row_table import row_classes
 from batched.sample_requests import sample_request
 from reference.errors import ModelError, format_chain
 from reference.model.kernels import argmax_rows
@@ -60,16 +60,17 @@ def sample_all(
     refs: list[ActiveSeq],
     sched: SchedCtx,
     verify_ctx: LogitsContext,
+    classes: tuple[list[bool], list[bool]],
     ahead: Callable[[torch.Tensor], None] | None = None,
 ) -> list[RowResult]:
-    """Row j's result for every row of logits [n, V] (row j = refs[j]). Changes no sequence. `ahead`,
-    when given, is called once the first pass is queued and before any host read, with every row's
-    token as the device will have it ([n] int64: the pass's for its rows, the argmax elsewhere); a
-    row the passes later refuse, or that a failed `argmax_batch` sends to a second pass, may end up
-    with another token, or none."""
+    """Row j's result for every row of logits [n, V] (row j = refs[j], its `row_classes` held[j] and
+    greedy[j] in `classes`). Changes no sequence. `ahead`, when given, is called once the first pass
+    is queued and before any host read, with every row's token as the device will have it ([n]
+    int64: the pass's for its rows, the argmax elsewhere); a row the passes later refuse, or that a
+    failed `argmax_batch` sends to a second pass, may end up with another token, or none."""
     n, vocab = len(refs), model.vocab_size()
     floor = sched.watchdog.min_reasoning_floor
-    held, greedy = row_classes(refs, floor, sched, verify_ctx)
+    held, greedy = classes
     n_greedy = sum(greedy)
 
     passes_of = getattr(model, "pass_cache", None)  # a `VectorMtpModel`'s static passes, else eager ones

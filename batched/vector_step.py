@@ -12,7 +12,10 @@ checkpoints run in one pass when the model offers `deferred_checkpoints` (B23).
 When the model offers `propose_ahead` and every row looks set to propose in one group, the group's
 drafter pass is launched as soon as the rows' tokens exist on the device (`batched.propose_ahead`),
 so that it runs while the host reads the tokens back and emits; the group's call takes its result
-if it is exactly that call, and the step undoes it otherwise, before it returns.
+if it is exactly that call, and the step undoes it otherwise, before it returns. When every row
+also takes the batched argmax, its tokens are the decode's argmax, which the decode's pass computes:
+the step asks the model (`plan_ahead`) to launch the drafter pass from inside `decode_batch`, right
+behind the decode's pass, before the step has sampled anything.
 
 Call contract: as `batched.step`, except that no `argmax_on_device` call is made: a greedy row the
 batched argmax does not serve is argmaxed inside the sampling pass (`PER_ROW_FAST_GREEDY_CALLS`).
@@ -20,13 +23,12 @@ batched argmax does not serve is argmaxed inside the sampling pass (`PER_ROW_FAS
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
 from contextlib import nullcontext
-
-import torch
 
 from batched.batch_logprobs import check_count
 from batched.protocol import BatchedModel
+from batched.row_table import row_classes
 from batched.step import propose_from_stash, select_rows
 from batched.vector_model import VectorMtpModel
 from batched.vector_sample import RowResult, sample_all
@@ -59,17 +61,25 @@ def step_mtp_bootstrap_vectorized(
 ) -> None:
     """Bootstrap the draftless sequences `active[i]`, i in `idxs` (ascending), as one batch."""
     refs = select_rows(active, idxs)  # B1
-    n = len(refs)
+    n, seqs = len(refs), [a.seq for a in refs]
+    classes = row_classes(refs, sched.watchdog.min_reasoning_floor, sched, verify_ctx)  # B4, B5
+    plan = ahead_plan(model, refs, sched, ladder_nd)
+    in_decode = plan is not None and all(classes[1]) and hasattr(model, "plan_ahead")
+    if in_decode:  # every row's token is the decode's argmax (B6), on the device before decode_batch returns
+        model.plan_ahead(seqs, *plan)  # type: ignore[attr-defined]
     try:  # B2/B3
-        logits = model.decode_batch([a.last_token for a in refs], [a.seq for a in refs], 0)  # [n, vocab]
+        logits = model.decode_batch([a.last_token for a in refs], seqs, 0)  # [n, vocab]
     except ModelError as e:
         log.error(f"batched bootstrap decode_batch (n={n}): {format_chain(e)}")
         for a in refs:
             a.finished = True
         return
 
+    launch = None  # the propose ahead, launched by the sampling once the rows' tokens are on the device
+    if plan is not None and not in_decode:
+        launch = functools.partial(model.propose_ahead, seqs=seqs, k=plan[0], with_conf=plan[1])  # type: ignore[attr-defined]
     try:
-        results = sample_all(model, logits, refs, sched, verify_ctx, propose_ahead(model, refs, sched, ladder_nd))
+        results = sample_all(model, logits, refs, sched, verify_ctx, classes, launch)
         proposing = emit_rows(refs, results, sched)
         if proposing and stash_all(model, n):  # B13
             propose_from_stash(model, refs, proposing, sched, ladder_nd)
@@ -86,23 +96,18 @@ def step_mtp_bootstrap_vectorized(
         )
 
 
-def propose_ahead(
-    model: BatchedModel, refs: list[ActiveSeq], sched: SchedCtx, ladder_nd: int
-) -> Callable[[torch.Tensor], None] | None:
-    """What launches the batched propose ahead (`batched.propose_ahead`) from the rows' device tokens,
-    when the model can and the step will likely make that call: two or more rows, a ladder of at least
-    one draft, all rows in one group, and every row batchable once its token is emitted (no grammar,
-    room for the full ladder). The call decides whether it takes the result; a wrong guess costs a pass."""
-    launch = getattr(model, "propose_ahead", None)
+def ahead_plan(model: BatchedModel, refs: list[ActiveSeq], sched: SchedCtx, ladder_nd: int) -> tuple[int, bool] | None:
+    """(k, with_conf) of the batched propose to launch ahead (`batched.propose_ahead`), when the model
+    can and the step will likely make that call: two or more rows, a ladder of at least one draft, all
+    rows in one group, and every row batchable once its token is emitted (no grammar, room for the
+    full ladder); else None. The call decides whether it takes the result; a wrong guess costs a pass."""
     n = len(refs)
-    if launch is None or n < 2 or ladder_nd < 1 or max(model.mtp_propose_batch_max(), 1) < n:
+    if not hasattr(model, "propose_ahead") or n < 2 or ladder_nd < 1 or max(model.mtp_propose_batch_max(), 1) < n:
         return None
     if any(a.grammar_state is not None or a.max_tokens - len(a.output_tokens) - 1 < ladder_nd for a in refs):
         return None
     levers = sched.levers
-    with_conf = levers.dcut_enabled or levers.draft_stop_logprob is not None  # B18
-    seqs = [a.seq for a in refs]
-    return lambda tokens: launch(tokens, seqs, ladder_nd, with_conf)
+    return ladder_nd, levers.dcut_enabled or levers.draft_stop_logprob is not None  # B18
 
 
 def emit_rows(refs: list[ActiveSeq], results: list[RowResult], sched: SchedCtx) -> list[int]:

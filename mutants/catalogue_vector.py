@@ -134,12 +134,12 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     vector(
         "vec-eligibility-in-index-order",
-        ROWS,
+        STEP,
         "B5 B1",
         "the row classes are computed in sequence order, misaligned with the rows sorted by SSM slot",
         (
-            "held, greedy = row_classes(refs, floor, sched, verify_ctx)",
-            "held, greedy = row_classes(sorted(refs, key=lambda a: a.seq_id), floor, sched, verify_ctx)",
+            "classes = row_classes(refs, sched.watchdog",
+            "classes = row_classes(sorted(refs, key=lambda a: a.seq_id), sched.watchdog",
         ),
     ),
     vector(

@@ -8,7 +8,8 @@ stash, no call at all, a bad call token), or nothing; or, before the launch, a d
 reads is not finite, a drafter table does not cover its row, or (launching nothing) holds a block id
 past the cache, so that the call must refuse it. Both must return the same drafts, confidences or
 error, and hold the same bits in every buffer. So a propose launched ahead is taken only when it is
-exactly the call's, and otherwise leaves nothing behind."""
+exactly the call's, and otherwise leaves nothing behind. The same holds when the decode launches it
+(`plan_ahead`), from the argmax its own pass computed."""
 
 from __future__ import annotations
 
@@ -69,19 +70,28 @@ def ahead_cases(draw: st.DrawFn) -> tuple[WorldSpec, int, bool, int]:
     return spec, k, draw(st.booleans()), draw(st.integers(0, 63))
 
 
-def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch: bool) -> tuple[Any, list[str]]:
-    """One decode of the bootstrap rows, the propose launched ahead (when `launch`), the change, the
-    stash, the batched propose and the settle; returns the call's outcome (drafts and confidences,
-    or the error's text, or None)."""
+def run_twin(
+    world: World, k: int, with_conf: bool, change: str, at: int, launch: bool, planned: bool = False
+) -> tuple[Any, list[str]]:
+    """One decode of the bootstrap rows, the propose launched ahead (when `launch`: after the decode,
+    or, `planned`, by the decode itself, `plan_ahead`), the change, the stash, the batched propose and
+    the settle; returns the call's outcome (drafts and confidences, or the error's text, or None)."""
     model = VectorMtpModel.from_model(world.model)
     rows = [world.active[i] for i in world.idxs]
     rows.sort(key=lambda a: a.seq.ssm_slot if a.seq.ssm_slot is not None else a.seq.slot_idx)
     seqs, n = [a.seq for a in rows], len(rows)
+    if launch and planned:  # "other_list": planned for a list that the decode is not given
+        model.plan_ahead(list(seqs) if change == "other_list" else seqs, k, with_conf)
     if model.device.type == "cuda":  # the decode lands late: a pass that does not wait for it reads stale rows
         torch.cuda._sleep(10_000_000)
     logits = model.decode_batch([a.last_token for a in rows], seqs, 0)
     tokens = argmax_rows(logits)
     j = at % n
+    if launch and planned:
+        passes = model._ahead_passes.passes.values() if model._ahead_passes is not None else ()
+        launched = sum(p.calls for p in passes)
+        assert launched == (change != "other_list"), f"{launched} passes launched by the decode for {n} rows, k={k}"
+        assert (model._ahead is not None) == launched, "a planned pass the checks accept must stay pending"
     if change == "nan_row":  # before the launch: the pass reads it, and must be refused and undone
         model.hidden_states[j] = float("nan")
     if change == "short_table":  # before the launch: a drafter table that does not cover the row's position,
@@ -89,7 +99,7 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
         del seqs[j].draft_block_table[seqs[j].seq_len // model.cfg.block_size :]
     if change == "bad_block_id":  # before the launch: a block id past the drafter cache, which no pass may read
         seqs[j].draft_block_table[-1] = model.cfg.num_draft_blocks
-    if launch:
+    if launch and not planned:
         ahead = tokens.clone()
         if change == "token":  # the device's token differs from the one the call brings
             ahead[j] = (ahead[j] + 1) % model.cfg.vocab_size
@@ -145,6 +155,8 @@ def run_twin(world: World, k: int, with_conf: bool, change: str, at: int, launch
     model.settle_ahead()
     if launch and change == "none":
         assert model.taken_ahead == 1, "the call that the launch assumed did not take it"
+    if launch and change == "other_list":
+        assert model.taken_ahead == 0, "a plan for another list was taken"
     return outcome, [s.seq_len for s in seqs]
 
 
@@ -162,5 +174,29 @@ def test_a_propose_launched_ahead_changes_nothing(change: str, case: tuple[World
         torch.cuda.synchronize()
     where = f"k={k} confidences={with_conf} change={change} row={at % len(spec.seqs)}"
     assert got == want, f"{where}: launched ahead {got!r}, launched nothing {want!r}"
+    differ = launched.model.diff_state(plain.model)
+    assert not differ, f"{where}: buffers differ after the call: {differ}"
+
+
+# What differs between a launch by the decode and the call: the changes made after a launch, and a plan
+# for another list than the decode's (nothing may launch).
+PLANNED_CHANGES = (
+    *(c for c in CHANGES if c not in ("token", "device_token_past_vocab", "nan_row", "short_table", "bad_block_id")),
+    "other_list",
+)
+
+
+@pytest.mark.parametrize("change", PLANNED_CHANGES)
+@settings(max_examples=max(3, settings.default.max_examples // 8))
+@given(case=ahead_cases())
+def test_a_propose_the_decode_launches_changes_nothing(change: str, case: tuple[WorldSpec, int, bool, int]) -> None:
+    spec, k, with_conf, at = case
+    launched, plain = build_world(spec), build_world(spec)
+    got = run_twin(launched, k, with_conf, change, at, launch=True, planned=True)
+    want = run_twin(plain, k, with_conf, change, at, launch=False)
+    if launched.model.device.type == "cuda":
+        torch.cuda.synchronize()
+    where = f"k={k} confidences={with_conf} change={change} row={at % len(spec.seqs)}"
+    assert got == want, f"{where}: launched by the decode {got!r}, launched nothing {want!r}"
     differ = launched.model.diff_state(plain.model)
     assert not differ, f"{where}: buffers differ after the call: {differ}"

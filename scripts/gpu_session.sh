@@ -98,10 +98,16 @@
 #                                   P1 and P4 against the fully batched step (fast float32, paged kernel) for 48 s, the
 #                                   host time of the step's pieces at n = 64 with the propose ahead and without, then
 #                                   the three-way n = 1..256 sweep for the rest of BUDGET_S (585) seconds
+#   scripts/gpu_session.sh targets  the GPU tests of the static passes, the paged kernel and the graphed sampler, the
+#                                   paged kernel in Triton's interpreter (its whole error kept), at n = 64 the
+#                                   three-way benchmark greedy and mixed (every round with its host probe) and the
+#                                   step's timeline, the fully batched step's benchmark once more on two pinned
+#                                   cores, then its catalogue in fast float32 on cuda (as `vmutants`) for the rest
+#                                   of BUDGET_S (570)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
-part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck|closeout|mirror|mirror2}
+part=${1:?usage: scripts/gpu_session.sh verify|reach|finish|mutants|bench|probe|mps|profile|window|graphs|static|check|vmutants|host|final|kernel|closing|last|kprofile|stages|copies|prefetch|sweep|settle|where|resweep|pack|repeat|ahead|vcheck|closeout|mirror|mirror2|targets}
 OUT=${OUT:-artifacts/gpu}
 res="$OUT/res-$part"
 mkdir -p "$res"
@@ -428,6 +434,20 @@ elif [ "$part" = mirror2 ]; then
       --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
     run "timeline-$mix" 30 $py scripts/step_timeline.py --device "$dev" --mix "$mix" --n 64 --out "$res/timeline-$mix.json"
   done
+  SUITE_TIMEOUT=240 vector_mutants "${BUDGET_S:-570}" 240
+elif [ "$part" = targets ]; then
+  run gpu-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
+    tests/test_batch_sampling.py tests/test_table_mirror.py tests/test_host_probe.py -m gpu
+  run interpreter-test 120 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -k interpreter --tb=long
+  for mix in greedy mixed; do
+    run "bench-$mix-64" 75 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
+      --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.8 --benchmark-json "$res/bench-$mix-64.json"
+    run "timeline-$mix" 30 $py scripts/step_timeline.py --device "$dev" --mix "$mix" --n 64 --out "$res/timeline-$mix.json"
+    run "bench-$mix-64-pinned" 40 taskset -c 2,3 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py \
+      --device "$dev" --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.8 -k vector \
+      --benchmark-json "$res/bench-$mix-64-pinned.json"
+  done
+  $py -m benchmarks.vector_summary "$res/bench-greedy-64.json" "$res/bench-mixed-64.json" | tee "$res/vector-summary.md"
   SUITE_TIMEOUT=240 vector_mutants "${BUDGET_S:-570}" 240
 elif [ "$part" = vcheck ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \

@@ -38,7 +38,7 @@ PIECES: tuple[tuple[Any, str], ...] = (
     (VectorMtpModel, "_check_decode_batch"),
     (vector_model, "decode_padded"),
     (vector_step, "sample_all"),
-    (vector_sample, "row_classes"),
+    (vector_step, "row_classes"),
     (vector_sample, "sample_pass"),
     (VectorMtpModel, "argmax_batch"),
     (vector_step, "emit_rows"),

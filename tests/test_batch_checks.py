@@ -95,7 +95,7 @@ def test_decode_checks_agree_with_the_per_row_checks(kind: str, mix: Mix, data: 
 PROPOSE_CORRUPTIONS = (
     "none", "rank", "lengths", "stash_high", "no_stash", "k_high", "k_bool", "k_zero", "token_high",
     "position_negative", "past_span", "table_short", "block_high", "block_float", "stride_full", "stride_over",
-    "slot_twice", "write_twice",
+    "slot_twice", "write_twice", "block_shared",
 )  # fmt: skip
 
 
@@ -142,6 +142,9 @@ def test_propose_checks_agree_with_the_per_row_checks(kind: str, mix: Mix, data:
             s.slot_idx = other.slot_idx
         case "write_twice":
             positions[j], other.draft_block_table = positions[(j + 1) % n], s.draft_block_table
+        case "block_shared":  # two members write into one block: at distinct offsets or not, as drawn
+            o, bs = (j + 1) % n, cfg.block_size
+            other.draft_block_table[positions[o] // bs] = s.draft_block_table[positions[j] // bs]
     base = accepted(model._check_propose_batched, tokens, positions, stash_idx, k, seqs, rank)
     fast = propose_batch_ok(cfg, model.stash, stride, tokens, positions, stash_idx, k, seqs, rank)
     assert not (fast and not base), f"{kind}: accepted what run_mtp_propose_batched refuses"

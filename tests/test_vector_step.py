@@ -7,10 +7,12 @@ checkpoints (`VectorMtpModel`) leave the same world as one copy per row."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 import torch
 
+from batched.row_table import row_classes
 from batched.step import select_rows, step_mtp_bootstrap_batched
 from batched.vector_model import VectorMtpModel
 from batched.vector_sample import sample_all
@@ -181,7 +183,8 @@ def test_the_one_pass_sampler_reads_the_device_once() -> None:
     logits = w.model.decode_batch([a.last_token for a in refs], [a.seq for a in refs])
     torch.Tensor.tolist = counting  # type: ignore[method-assign]
     try:
-        results = sample_all(w.model, logits, refs, w.sched, w.verify_ctx)
+        classes = row_classes(refs, w.sched.watchdog.min_reasoning_floor, w.sched, w.verify_ctx)
+        results = sample_all(w.model, logits, refs, w.sched, w.verify_ctx, classes)
     finally:
         torch.Tensor.tolist = real  # type: ignore[method-assign]
     assert len(results) == len(seqs) and all(r.error is None for r in results)
@@ -208,3 +211,36 @@ def test_the_step_launches_its_group_propose_ahead(name: str) -> None:
     spec, taken = AHEAD_CASES[name]
     sbs = run_vector(spec)
     assert sbs.impl.model.taken_ahead == taken
+
+
+@pytest.mark.parametrize(
+    ("name", "in_decode"),
+    [
+        ("every row proposes the whole ladder in one group", True),
+        ("every row proposes, a row sampled with penalties", False),
+    ],
+)
+def test_an_all_greedy_group_has_the_decode_launch_its_propose(
+    name: str, in_decode: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When every row takes the batched argmax, the decode launches the propose from its own pass's
+    argmax; a sampled row's token exists only after the sampling pass, so then the sampling launches it."""
+    inside: list[bool] = []
+    real_decode, real_launch = VectorMtpModel.decode_batch, VectorMtpModel.propose_ahead
+    decoding = [False]
+
+    def decode_batch(self: VectorMtpModel, *args: Any, **kwargs: Any) -> Any:
+        decoding[0] = True
+        try:
+            return real_decode(self, *args, **kwargs)
+        finally:
+            decoding[0] = False
+
+    def propose_ahead(self: VectorMtpModel, *args: Any, **kwargs: Any) -> None:
+        inside.append(decoding[0])
+        real_launch(self, *args, **kwargs)
+
+    monkeypatch.setattr(VectorMtpModel, "decode_batch", decode_batch)
+    monkeypatch.setattr(VectorMtpModel, "propose_ahead", propose_ahead)
+    sbs = run_vector(AHEAD_CASES[name][0])
+    assert inside == [in_decode] and sbs.impl.model.taken_ahead == 1
