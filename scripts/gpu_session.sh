@@ -99,7 +99,9 @@
 #                                   host time of the step's pieces at n = 64 with the propose ahead and without, then
 #                                   the three-way n = 1..256 sweep for the rest of BUDGET_S (585) seconds
 #   scripts/gpu_session.sh targets  the GPU tests of the static passes, the paged kernel and the graphed sampler, the
-#                                   paged kernel in Triton's interpreter (its whole error kept), at n = 64 the
+#                                   paged kernel in Triton's interpreter (its whole error kept), the propose ahead's
+#                                   properties (launched by the sampling and by the decode) and the step's launch
+#                                   tests in fast float32 on cuda, at n = 64 the
 #                                   three-way benchmark greedy and mixed (every round with its host probe) and the
 #                                   step's timeline, the fully batched step's benchmark once more on two pinned
 #                                   cores, then its catalogue in fast float32 on cuda (as `vmutants`) for the rest
@@ -437,8 +439,11 @@ elif [ "$part" = mirror2 ]; then
   SUITE_TIMEOUT=240 vector_mutants "${BUDGET_S:-570}" 240
 elif [ "$part" = targets ]; then
   run gpu-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
-    tests/test_batch_sampling.py tests/test_table_mirror.py tests/test_host_probe.py -m gpu
+    tests/test_batch_sampling.py -m gpu
   run interpreter-test 120 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -k interpreter --tb=long
+  run ahead-fast-f32 70 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py tests/test_vector_step.py \
+    -k "ahead or launch" --impl batched.vector_step:step_mtp_bootstrap_vectorized --device "$dev" --numerics fast \
+    --dtype float32
   for mix in greedy mixed; do
     run "bench-$mix-64" 75 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
       --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.8 --benchmark-json "$res/bench-$mix-64.json"
