@@ -36,7 +36,7 @@ from reference.adaptive_spec import spec_allowed, tick_serial
 from reference.emit import emit_token
 from reference.errors import ModelError, format_chain
 from reference.sched_ctx import LogitsContext, SchedCtx
-from reference.state import ActiveSeq
+from reference.state import ActiveSeq, SpeculationMode
 from reference.telemetry import log
 
 # Whether a greedy row that the batched argmax did not serve makes the per-row sampler's fast-greedy
@@ -100,11 +100,16 @@ def ahead_plan(model: BatchedModel, refs: list[ActiveSeq], sched: SchedCtx, ladd
     """(k, with_conf) of the batched propose to launch ahead (`batched.propose_ahead`), when the model
     can and the step will likely make that call: two or more rows, a ladder of at least one draft, all
     rows in one group, and every row batchable once its token is emitted (no grammar, room for the
-    full ladder); else None. The call decides whether it takes the result; a wrong guess costs a pass."""
+    full ladder) and allowed to speculate; else None. The call decides whether it takes the result; a
+    wrong guess costs a pass."""
     n = len(refs)
     if not hasattr(model, "propose_ahead") or n < 2 or ladder_nd < 1 or max(model.mtp_propose_batch_max(), 1) < n:
         return None
     if any(a.grammar_state is not None or a.max_tokens - len(a.output_tokens) - 1 < ladder_nd for a in refs):
+        return None
+    # After this step's tick a backed-off row speculates only if its backoff runs out now (`tick_serial`,
+    # then `spec_allowed`): one still waiting leaves the group short, and the launch would be wasted.
+    if any(a.adaptive_spec.mode is SpeculationMode.BACKED_OFF and a.adaptive_spec.backoff_remaining > 1 for a in refs):
         return None
     levers = sched.levers
     return ladder_nd, levers.dcut_enabled or levers.draft_stop_logprob is not None  # B18

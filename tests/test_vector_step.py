@@ -196,21 +196,30 @@ def last_row(**changes: object) -> tuple:
     return (*GREEDY4[:3], replace(GREEDY4[3], **changes))  # type: ignore[arg-type]
 
 
-AHEAD_CASES = {  # mix -> proposes taken ahead: the group's call takes the pass launched ahead only when it is that call
-    "every row proposes the whole ladder in one group": (world(GREEDY4), 1),
-    "every row proposes, a row sampled with penalties": (world(last_row(temperature=0.8, top_k=5, repetition=1.3)), 1),
-    "more rows than the group cap": (world(GREEDY4, model=ModelSpec(group_cap=2)), 0),
-    "a row with a grammar (proposes per sequence)": (world(last_row(grammar="json")), 0),
-    "a row too near its max tokens for the ladder": (world(last_row(max_tokens_left=2)), 0),
-    "a backed-off row (launched, not taken, undone)": (world(last_row(spec="backed_off")), 0),
+AHEAD_CASES = {  # mix -> (proposes launched ahead, taken): launched when the step will likely make the group's
+    # call, taken only when it is that call
+    "every row proposes the whole ladder in one group": (world(GREEDY4), 1, 1),
+    "every row proposes, a row sampled with penalties": (
+        world(last_row(temperature=0.8, top_k=5, repetition=1.3)),
+        1,
+        1,
+    ),
+    "more rows than the group cap": (world(GREEDY4, model=ModelSpec(group_cap=2)), 0, 0),
+    "a row with a grammar (proposes per sequence)": (world(last_row(grammar="json")), 0, 0),
+    "a row too near its max tokens for the ladder": (world(last_row(max_tokens_left=2)), 0, 0),
+    "a row backed off past this step (does not propose)": (world(last_row(spec="backed_off")), 0, 0),
+    "a row whose backoff runs out this step (re-probes)": (world(last_row(spec="reprobe")), 1, 1),
+    "a row that stops at its token (launched, not taken, undone)": (world(last_row(stop_ids=tuple(range(512)))), 1, 0),
 }
 
 
 @pytest.mark.parametrize("name", list(AHEAD_CASES))
 def test_the_step_launches_its_group_propose_ahead(name: str) -> None:
-    spec, taken = AHEAD_CASES[name]
+    spec, launched, taken = AHEAD_CASES[name]
     sbs = run_vector(spec)
-    assert sbs.impl.model.taken_ahead == taken
+    model = sbs.impl.model
+    passes = model._ahead_passes.passes.values() if model._ahead_passes is not None else ()
+    assert (sum(p.calls for p in passes), model.taken_ahead) == (launched, taken)
 
 
 @pytest.mark.parametrize(
