@@ -194,9 +194,11 @@ def run_summary(data: dict[str, Any], entries: list[dict[str, Any]]) -> str:
     commit = (data.get("commit_info") or {}).get("id") or "unknown commit"
     rounds = min((int(b["stats"]["rounds"]) for b in entries if b.get("stats")), default=0)
     mix = "every fourth row sampled" if info.get("mix", "mixed") == "mixed" else "every row greedy"
-    threads = f" {info['threads']} intra-op thread(s);" if "threads" in info else ""  # older runs did not say
+    name = str(info.get("device_name", info.get("device")))
+    # Older runs did not record the threads; a CPU's name already gives them.
+    threads = f" {info['threads']} intra-op thread(s);" if "threads" in info and "intra-op" not in name else ""
     return (
-        f"{info.get('device_name', info.get('device'))}, {info['dtype']} {info['numerics']} numerics; "
+        f"{name}, {info['dtype']} {info['numerics']} numerics; "
         f"hidden {info['hidden']}, vocab {info['vocab_size']}, ladder {info['ladder_nd']}, "
         f"group cap {info['group_cap']}; {mix};{threads} copy bandwidth {bw / 1e9:.1f} GB/s; "
         f"at least {rounds} rounds per cell; {data.get('datetime', 'undated')}, commit {commit[:12]}."
