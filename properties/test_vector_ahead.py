@@ -166,14 +166,21 @@ def run_twin(
 @settings(max_examples=max(3, settings.default.max_examples // 8))  # per change: a share of the profile
 @given(case=ahead_cases())
 def test_a_propose_launched_ahead_changes_nothing(change: str, case: tuple[WorldSpec, int, bool, int]) -> None:
+    check_twins(case, change, planned=False)
+
+
+def check_twins(case: tuple[WorldSpec, int, bool, int], change: str, planned: bool) -> None:
+    """The twin that launches (after its decode, or `planned`: by its decode) and the twin that
+    launches nothing return the same outcome and hold the same bits in every buffer."""
     spec, k, with_conf, at = case
     launched, plain = build_world(spec), build_world(spec)
-    got = run_twin(launched, k, with_conf, change, at, launch=True)
+    got = run_twin(launched, k, with_conf, change, at, launch=True, planned=planned)
     want = run_twin(plain, k, with_conf, change, at, launch=False)
     if launched.model.device.type == "cuda":
         torch.cuda.synchronize()
     where = f"k={k} confidences={with_conf} change={change} row={at % len(spec.seqs)}"
-    assert got == want, f"{where}: launched ahead {got!r}, launched nothing {want!r}"
+    how = "launched by the decode" if planned else "launched ahead"
+    assert got == want, f"{where}: {how} {got!r}, launched nothing {want!r}"
     differ = launched.model.diff_state(plain.model)
     assert not differ, f"{where}: buffers differ after the call: {differ}"
 
@@ -190,13 +197,4 @@ PLANNED_CHANGES = (
 @settings(max_examples=max(3, settings.default.max_examples // 8))
 @given(case=ahead_cases())
 def test_a_propose_the_decode_launches_changes_nothing(change: str, case: tuple[WorldSpec, int, bool, int]) -> None:
-    spec, k, with_conf, at = case
-    launched, plain = build_world(spec), build_world(spec)
-    got = run_twin(launched, k, with_conf, change, at, launch=True, planned=True)
-    want = run_twin(plain, k, with_conf, change, at, launch=False)
-    if launched.model.device.type == "cuda":
-        torch.cuda.synchronize()
-    where = f"k={k} confidences={with_conf} change={change} row={at % len(spec.seqs)}"
-    assert got == want, f"{where}: launched by the decode {got!r}, launched nothing {want!r}"
-    differ = launched.model.diff_state(plain.model)
-    assert not differ, f"{where}: buffers differ after the call: {differ}"
+    check_twins(case, change, planned=True)
