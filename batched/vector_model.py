@@ -70,6 +70,7 @@ class VectorMtpModel(BatchedMtpModel):
     _draft_tables: TableMirror | None = None  # the drafter's
     _plan: tuple[list[SequenceState], int, bool] | None = None  # `plan_ahead`'s (seqs, k, with_conf)
     ahead: bool = True  # whether `propose_ahead` launches anything
+    launch_in_decode: bool = True  # whether `plan_ahead` plans (else the sampling launches; for figures)
     taken_ahead: int = 0  # proposes launched ahead that a call took (for tests and figures)
     graph_after: int | None = 1
     paged: bool = True  # fast numerics on a GPU: attention reads the paged cache in place
@@ -103,6 +104,7 @@ class VectorMtpModel(BatchedMtpModel):
         """As `TinyMtpModel.clone`, keeping `graph_after` (the clone makes its own passes)."""
         new = super().clone()
         new.graph_after, new.paged, new.ahead = self.graph_after, self.paged, self.ahead
+        new.launch_in_decode = self.launch_in_decode
         return new
 
     def pass_cache(self) -> PassCache:
@@ -196,13 +198,17 @@ class VectorMtpModel(BatchedMtpModel):
         self._verdicts = Verdicts(logits, logits._version, verdicts, ids)
         return logits
 
-    def plan_ahead(self, seqs: list[SequenceState], k: int, with_conf: bool) -> None:
+    def plan_ahead(self, seqs: list[SequenceState], k: int, with_conf: bool) -> bool:
         """Have the next `decode_batch` launch `propose_ahead(tokens, seqs, k, with_conf)` once its pass
         is queued, when it decodes exactly `seqs` (this list object) and passes its checks, the tokens
         being its rows' argmax (ties to the lowest id) as its pass computed them. The next
         `decode_batch`, `propose_ahead` or `settle_ahead` drops the plan, launched or not; a launch
-        the call does not match is undone as any other."""
+        the call does not match is undone as any other. Returns whether it planned: not when
+        `launch_in_decode` is off (the caller then launches the propose itself)."""
+        if not self.launch_in_decode:
+            return False
         self._plan = (seqs, k, with_conf)
+        return True
 
     def _argmax_verdicts(self, logits: torch.Tensor, n: int) -> tuple[list[int], list[int]]:
         """The verdicts the last decode computed in its pass when `logits` is the tensor it returned,

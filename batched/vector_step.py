@@ -64,9 +64,9 @@ def step_mtp_bootstrap_vectorized(
     n, seqs = len(refs), [a.seq for a in refs]
     classes = row_classes(refs, sched.watchdog.min_reasoning_floor, sched, verify_ctx)  # B4, B5
     plan = ahead_plan(model, refs, sched, ladder_nd)
-    in_decode = plan is not None and all(classes[1]) and hasattr(model, "plan_ahead")
-    if in_decode:  # every row's token is the decode's argmax (B6), on the device before decode_batch returns
-        model.plan_ahead(seqs, *plan)  # type: ignore[attr-defined]
+    # Every row's token is the decode's argmax (B6), on the device before decode_batch returns.
+    greedy_group = plan is not None and all(classes[1]) and hasattr(model, "plan_ahead")
+    in_decode = greedy_group and model.plan_ahead(seqs, *plan)  # type: ignore[attr-defined,misc]
     try:  # B2/B3
         logits = model.decode_batch([a.last_token for a in refs], seqs, 0)  # [n, vocab]
     except ModelError as e:

@@ -79,6 +79,9 @@ def main() -> None:
     p.add_argument("--n", type=int, default=64)
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--no-ahead", action="store_true", help="launch no propose ahead (`VectorMtpModel.ahead`)")
+    p.add_argument(
+        "--no-plan", action="store_true", help="the sampling launches it, never the decode (`launch_in_decode`)"
+    )
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -86,6 +89,7 @@ def main() -> None:
     cuda = s.on_cuda
     bench = VectorBench.make(s, a.n)
     bench.work.ahead = not a.no_ahead
+    bench.work.launch_in_decode = not a.no_plan
     marks: Marks = defaultdict(list)
     clock = {"t0": 0.0}
     for owner, name in PIECES:

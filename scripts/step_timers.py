@@ -107,6 +107,9 @@ def main() -> None:
     p.add_argument("--staging-parts", action="store_true", help="time each statement of a staged copy")
     p.add_argument("--prefetch", type=int, choices=(0, 1), default=None, help="the paged kernel's loading ahead")
     p.add_argument("--no-ahead", action="store_true", help="launch no propose ahead (`VectorMtpModel.ahead`)")
+    p.add_argument(
+        "--no-plan", action="store_true", help="the sampling launches it, never the decode (`launch_in_decode`)"
+    )
     p.add_argument("--out", default="")
     a = p.parse_args()
     torch.set_num_threads(1)
@@ -116,6 +119,7 @@ def main() -> None:
     bench = VectorBench.make(s, a.n)
     work = bench.work
     work.ahead = not a.no_ahead
+    work.launch_in_decode = not a.no_plan
     totals: dict[str, float] = defaultdict(float)
     for owner, name in PIECES:
         label = f"{getattr(owner, '__name__', owner)}.{name}"

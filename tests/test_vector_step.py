@@ -223,17 +223,20 @@ def test_the_step_launches_its_group_propose_ahead(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "in_decode"),
+    ("name", "switch", "in_decode"),
     [
-        ("every row proposes the whole ladder in one group", True),
-        ("every row proposes, a row sampled with penalties", False),
+        ("every row proposes the whole ladder in one group", True, True),
+        ("every row proposes the whole ladder in one group", False, False),
+        ("every row proposes, a row sampled with penalties", True, False),
     ],
 )
 def test_an_all_greedy_group_has_the_decode_launch_its_propose(
-    name: str, in_decode: bool, monkeypatch: pytest.MonkeyPatch
+    name: str, switch: bool, in_decode: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When every row takes the batched argmax, the decode launches the propose from its own pass's
-    argmax; a sampled row's token exists only after the sampling pass, so then the sampling launches it."""
+    argmax; a sampled row's token exists only after the sampling pass, so then the sampling launches it,
+    as it does for an all-greedy group when the model's `launch_in_decode` is off."""
+    monkeypatch.setattr(VectorMtpModel, "launch_in_decode", switch)
     inside: list[bool] = []
     real_decode, real_launch = VectorMtpModel.decode_batch, VectorMtpModel.propose_ahead
     decoding = [False]
