@@ -104,9 +104,9 @@
 #                                   tests in fast float32 on cuda, at n = 64 the
 #                                   three-way benchmark greedy and mixed (every round with its host probe) and the
 #                                   step's timeline (greedy also with the propose launched by the sampling, and
-#                                   the pieces' timers both ways), the fully batched step's benchmark once more on two pinned
-#                                   cores, then its catalogue in fast float32 on cuda (as `vmutants`) for the rest
-#                                   of BUDGET_S (570)
+#                                   the pieces' timers both ways), the fully batched step's benchmark once more
+#                                   on two pinned cores, then its catalogue in fast float32 on cuda (as
+#                                   `vmutants`) for the rest of BUDGET_S (570)
 # Results go under $OUT (default artifacts/gpu), packed into results-PART.tgz, a summary printed.
 # DEV=cpu rehearses a part on a machine without a GPU; MINUTES shortens the nightly.
 set -uo pipefail
@@ -436,14 +436,6 @@ elif [ "$part" = mirror2 ]; then
     run "bench-$mix-64" 60 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \
       --bench-mix "$mix" --bench-sizes 64 --bench-budget 0.5 --benchmark-json "$res/bench-$mix-64.json"
     run "timeline-$mix" 30 $py scripts/step_timeline.py --device "$dev" --mix "$mix" --n 64 --out "$res/timeline-$mix.json"
-    if [ "$mix" = greedy ]; then  # the same with the propose launched by the sampling, not the decode
-      run timeline-greedy-no-plan 30 $py scripts/step_timeline.py --device "$dev" --mix greedy --n 64 --no-plan \
-        --out "$res/timeline-greedy-no-plan.json"
-      for plan in "" --no-plan; do
-        run "timers-greedy${plan}" 40 $py scripts/step_timers.py --device "$dev" --mix greedy --n 64 $plan \
-          --out "$res/timers-greedy${plan}.json"
-      done
-    fi
   done
   SUITE_TIMEOUT=240 vector_mutants "${BUDGET_S:-570}" 240
 elif [ "$part" = targets ]; then
