@@ -15,7 +15,8 @@ so that it runs while the host reads the tokens back and emits; the group's call
 if it is exactly that call, and the step undoes it otherwise, before it returns. When every row
 also takes the batched argmax, its tokens are the decode's argmax, which the decode's pass computes:
 the step asks the model (`plan_ahead`) to launch the drafter pass from inside `decode_batch`, right
-behind the decode's pass, before the step has sampled anything.
+behind the decode's pass, before the step has sampled anything; a model that declines leaves the
+launch to the sampling.
 
 Call contract: as `batched.step`, except that no `argmax_on_device` call is made: a greedy row the
 batched argmax does not serve is argmaxed inside the sampling pass (`PER_ROW_FAST_GREEDY_CALLS`).
