@@ -110,7 +110,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--model",
         default=None,
         choices=tuple(MODEL_SIZES),
-        help="model size: small (default; hidden 32) or serving (hidden 1024, vocab 32768)",
+        help="model size: small (default; hidden 32) or serving (hidden 1024, vocab 129280)",
     )
     group.addoption("--impl", default=None, help="implementation under test as module:function")
 

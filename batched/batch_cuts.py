@@ -1,4 +1,4 @@
-"""Temperature, top-k and top-p for many rows at once, as `reference.sampling._cut_scores` does them
+"""Temperature, top-k and top-p for many rows at once, as `reference.sampling.cut_scores` does them
 for one row.
 
 Row i: candidates ranked on the processed row (stable sort, best first, ties to the lowest id);

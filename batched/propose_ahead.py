@@ -22,6 +22,7 @@ taking or undoing it first makes the main stream wait.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,13 +123,11 @@ def undo(a: Ahead, model: TinyMtpModel) -> None:
         kv.v[:, blocks, offs] = old_v
 
 
-_streams: dict[torch.device, Any] = {}
-
-
 def side_stream(device: torch.device) -> Any:
     """The stream proposes launched ahead run on (one per CUDA device, made once); None off CUDA."""
-    if device.type != "cuda":
-        return None
-    if device not in _streams:
-        _streams[device] = torch.cuda.Stream(device)
-    return _streams[device]
+    return _cuda_stream(device) if device.type == "cuda" else None
+
+
+@functools.cache
+def _cuda_stream(device: torch.device) -> Any:
+    return torch.cuda.Stream(device)

@@ -19,6 +19,7 @@ Elsewhere (the CPU, `graph_after` None) every call runs the same padded pass eag
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -211,20 +212,16 @@ class PassCache:
         return graph, out
 
 
-_streams: dict[torch.device, Any] = {}
-
-
+@functools.cache
 def capture_stream(device: torch.device) -> Any:
     """The one stream every capture on `device` records on, made once per process, its matrix and
     attention libraries initialised on it (a capture must not be the first call into them)."""
-    if device not in _streams:
-        stream = torch.cuda.Stream(device)
-        with torch.cuda.stream(stream):
-            for dt in (torch.float32, torch.bfloat16):
-                a = to_device(torch.ones(8, 8, dtype=dt), device)
-                torch.nn.functional.linear(a, a)
-                q = a.view(1, 1, 8, 8)
-                torch.nn.functional.scaled_dot_product_attention(q, q, q)
-        torch.cuda.synchronize(device)
-        _streams[device] = stream
-    return _streams[device]
+    stream = torch.cuda.Stream(device)
+    with torch.cuda.stream(stream):
+        for dt in (torch.float32, torch.bfloat16):
+            a = to_device(torch.ones(8, 8, dtype=dt), device)
+            torch.nn.functional.linear(a, a)
+            q = a.view(1, 1, 8, 8)
+            torch.nn.functional.scaled_dot_product_attention(q, q, q)
+    torch.cuda.synchronize(device)
+    return stream

@@ -17,27 +17,24 @@ import gc
 import math
 import platform
 import time
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
 
-from batched.step import step_mtp_bootstrap_batched
-from batched.vector_step import step_mtp_bootstrap_vectorized
 from benchmarks.floor import step_bytes
 from benchmarks.host_probe import host_probe_s
 from benchmarks.opcount import count_ops
 from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
 from benchmarks.worlds import build_bench_world, cache_lens, sync
-from properties.impl import prepare_model
+from properties.impl import Impl, load, plain
 from properties.world import World
 from reference.step import step_mtp_bootstrap_per_seq
 
-IMPLS: dict[str, Callable[..., None]] = {
-    "per_seq": step_mtp_bootstrap_per_seq,
-    "batched": step_mtp_bootstrap_batched,
-    "vector": step_mtp_bootstrap_vectorized,
+IMPLS: dict[str, Impl] = {
+    "per_seq": plain(step_mtp_bootstrap_per_seq),
+    "batched": load("literal"),
+    "vector": load("vector"),
 }
 
 
@@ -64,10 +61,10 @@ def pristine_world(s: BenchSettings, n: int) -> World:
 @functools.lru_cache(maxsize=1)
 def working_model(s: BenchSettings, n: int, impl: str) -> Any:
     """The model every round of `impl` runs on, made once per (n, impl): a copy of the pristine
-    world's model as the implementation prepares it (`properties.impl.prepare_model`: the fully
+    world's model as the implementation prepares it (`properties.impl.Impl.prepare_model`: the fully
     batched step's `VectorMtpModel`, the others' `BatchedMtpModel`). Each round copies the world
     into it, so the graphs the fully batched step captures stay valid from round to round."""
-    return prepare_model(IMPLS[impl], pristine_world(s, n).model.clone())
+    return IMPLS[impl].prepare_model(pristine_world(s, n).model.clone())
 
 
 def device_name(device: str) -> str:
@@ -85,7 +82,7 @@ def plan_rounds(seconds_per_call: float, s: BenchSettings) -> int:
 def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchSettings, bandwidth: float) -> None:
     n, impl = case
     s = bench_settings
-    step = IMPLS[impl]
+    step = IMPLS[impl].step
     base = pristine_world(s, n)
 
     work = working_model(s, n, impl)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from mutants import (
+    catalogue_blind_spots,
     catalogue_gate,
     catalogue_generations,
     catalogue_model,
@@ -23,9 +24,10 @@ CATALOGUE: tuple[Mutant, ...] = (
     *catalogue_model.MUTANTS,
     *catalogue_stray.MUTANTS,
     *catalogue_generations.MUTANTS,
+    *catalogue_blind_spots.MUTANTS,
 )
 # Mutants of other implementations under test, each run against its own (`Mutant.impl`; `--impl`).
-OTHER_IMPLS: tuple[Mutant, ...] = catalogue_vector.MUTANTS
+OTHER_IMPLS: tuple[Mutant, ...] = (*catalogue_vector.MUTANTS, *catalogue_blind_spots.VECTOR_MUTANTS)
 
 REQUIRED_IDS: tuple[str, ...] = (*(f"G{i}" for i in range(1, 9)), *(f"B{i}" for i in range(1, 27)))
 ID_PATTERN = re.compile(r"^(G[1-8]|B([1-9]|1[0-9]|2[0-6])|D[1-4])$")

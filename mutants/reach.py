@@ -12,12 +12,14 @@ from __future__ import annotations
 import ast
 import functools
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mutants.spec import Mutant
+
+if TYPE_CHECKING:
+    from properties.impl import Impl
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_FILES = frozenset({"batched/gate.py", "batched/dispatch.py"})  # checked by P2 whatever the impl
@@ -72,9 +74,9 @@ def sample_specs(count: int) -> list[Any]:
     return [spec for s in strategies for spec in fixed_sample(s, count)]
 
 
-def traced_functions(step: Callable[..., Any], count: int = SAMPLE) -> frozenset[tuple[str, str]]:
+def traced_functions(impl: Impl, count: int = SAMPLE) -> frozenset[tuple[str, str]]:
     """(file relative to the project, qualified name) of every project function that ran while
-    `step` ran as the implementation of `sample_specs(count)`."""
+    `impl` ran as the implementation of `sample_specs(count)`."""
     from properties.harness import run_side_by_side
 
     seen: set[tuple[str, str]] = set()
@@ -87,12 +89,11 @@ def traced_functions(step: Callable[..., Any], count: int = SAMPLE) -> frozenset
             if path.startswith(root):
                 seen.add((path[len(root) :], frame.f_code.co_qualname))
 
-    @functools.wraps(step)  # the step's module stays visible (`properties.impl.prepare_model`)
     def traced(*args: Any) -> Any:
         nonlocal active
         active = True
         try:
-            return step(*args)
+            return impl.step(*args)
         finally:
             active = False
 
@@ -100,7 +101,7 @@ def traced_functions(step: Callable[..., Any], count: int = SAMPLE) -> frozenset
     sys.setprofile(hook)
     try:
         for spec in sample_specs(count):
-            run_side_by_side(spec, traced)
+            run_side_by_side(spec, impl.with_step(traced))
     finally:
         sys.setprofile(previous)
     return frozenset(seen)

@@ -79,7 +79,7 @@ def parser() -> argparse.ArgumentParser:
         "--model",
         default=None,
         choices=("small", "serving"),
-        help="model size: small (default, hidden 32) or serving (hidden 1024, vocab 32768)",
+        help="model size: small (default, hidden 32) or serving (hidden 1024, vocab 129280)",
     )
     p.add_argument("--profile", default="nightly", help="Hypothesis profile (default nightly)")
     p.add_argument(

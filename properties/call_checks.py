@@ -10,7 +10,6 @@ from __future__ import annotations
 from properties.call_plan import fallback_rows, group_inputs
 from properties.faults import BAD_ROWS, Call
 from properties.harness import SideBySide, envelope
-from properties.impl import per_row_fast_greedy_calls
 from properties.mismatch import Mismatch, expect
 from properties.translate import explained
 
@@ -168,10 +167,10 @@ def _check_fast_greedy(sbs: SideBySide, eligible: list[bool], argmaxes: list[Cal
     so it takes the per-row fast-greedy argmax (`argmax_on_device`) exactly when the loop's row
     did: the implementation makes the loop's number of those calls, less one per eligible row a
     successful `argmax_batch` served. An implementation whose contract says it makes none
-    (`properties.impl.per_row_fast_greedy_calls`) must make none."""
+    (`properties.impl.Impl.per_row_fast_greedy_calls`) must make none."""
     got = len(_calls(sbs, "argmax_on_device"))
     out: list[Mismatch] = []
-    if not per_row_fast_greedy_calls():
+    if not sbs.under_test.per_row_fast_greedy_calls:
         expect(
             out,
             got == 0,

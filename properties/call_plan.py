@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 import torch
 
 from properties.faults import Call
-from properties.impl import per_row_fast_greedy_calls
 from properties.specs import StepSpec
 from reference.eos_hold import presample_hold_for
 from reference.model.kernels import bits_equal
@@ -86,9 +85,11 @@ def expected_plan(
     ref_calls: Sequence[Call],
     step: StepSpec,
     group_cap: int,
+    per_row_fast_greedy_calls: bool = True,
 ) -> Plan:
     """The plan for bootstrapping `before[i]`, i in `idxs`, given the reference's sequences `after`
-    the step and the calls the reference made (`ref_calls`); `group_cap` is the model's cap."""
+    the step and the calls the reference made (`ref_calls`); `group_cap` is the model's cap;
+    `per_row_fast_greedy_calls` the implementation's call contract (`properties.impl.Impl`)."""
     rows = sorted((before[i] for i in idxs), key=row_key)  # stable: ascending index among equal keys
     plan = Plan(
         rows=[a.seq.slot_idx for a in rows],
@@ -114,7 +115,7 @@ def expected_plan(
             if len(chunk) >= 2:
                 plan.groups.append(Group(tuple(plan.rows[j] for j in chunk), tuple(chunk)))
     fast = {c.slots[0] for c in ref_calls if c.op == "argmax_on_device" and c.slots}
-    if per_row_fast_greedy_calls():
+    if per_row_fast_greedy_calls:
         plan.fast_greedy_slots = [s for s in plan.rows if s in fast]
     return plan
 

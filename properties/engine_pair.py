@@ -37,6 +37,7 @@ import torch
 
 from batched.batched_model import BatchedMtpModel
 from batched.gate import can_batch_bootstrap
+from properties.call_checks import check_calls
 from properties.faults import BAD_ROWS, Call, FaultyModel
 from properties.generation_checks import StepView, check_resources, check_solo, compare_engines, solo_rows
 from properties.generation_oracle import (
@@ -52,16 +53,28 @@ from properties.generation_oracle import (
     trace_of,
 )
 from properties.generation_oracle import row_mismatches as trace_row_mismatches
+from properties.generation_reach import Reach
 from properties.generation_spec import Action, GenerationSpec, RequestSpec, Script
-from properties.harness import MAX_ROUNDS, Side, SideBySide, decisions, envelope, masked_tokens, plan_of, run_step
-from properties.impl import load, prepare_model
+from properties.harness import (
+    MAX_ROUNDS,
+    Side,
+    SideBySide,
+    decisions,
+    envelope,
+    masked_tokens,
+    plan_of,
+    run_guarded,
+    run_step,
+)
+from properties.impl import Impl, load
+from properties.log_checks import check_logs
 from properties.mismatch import Mismatch
 from properties.numerics import rounding
 from properties.replay_oracle import ForcedDecision, next_forced, replay_mismatches
 from properties.replay_oracle import row_mismatches as boot_row_mismatches
 from properties.specs import FaultSpec
 from properties.translate import Translation, translate
-from properties.world import World, copy_seq, model_config, sched_for
+from properties.world import World, copy_seq, model_config, sched_for, shared_weights
 from properties.world_state import Owners
 from reference.decisions import Decision, DecisionKey, DecisionLog
 from reference.engine import Engine, Finished, StepRecord, abort, engine_step, submit
@@ -71,8 +84,6 @@ from reference.solo import SoloResult, solo_decode
 from reference.step import step_mtp_bootstrap_per_seq
 from reference.telemetry import LogCapture
 from reference.verify import verify_seq
-
-StepFn = Callable[..., Any]
 
 
 def generation_config(spec: GenerationSpec) -> ModelConfig:
@@ -87,7 +98,8 @@ def generation_config(spec: GenerationSpec) -> ModelConfig:
 @functools.lru_cache(maxsize=16)
 def base_model(spec: GenerationSpec) -> BatchedMtpModel:
     """Weights for a spec, built once; engines clone it (the cache seed does not change them)."""
-    return BatchedMtpModel(generation_config(replace(spec, cache_seed=0)))
+    cfg = generation_config(replace(spec, cache_seed=0))
+    return BatchedMtpModel(cfg, weights=shared_weights(cfg))
 
 
 @dataclass(slots=True)
@@ -113,6 +125,7 @@ class PairStats:
     tally: ForcedTally = field(default_factory=ForcedTally)  # fast numerics: decisions and those forced
     solo_decisions: int = 0  # of them, the solo decodes' (fast numerics)
     top_ids_explained: int = 0  # top-logprob ids that differ from the solo decode's by rounding
+    reach: Reach = field(default_factory=Reach)  # requests' states at their bootstraps through the implementation
 
 
 @dataclass(slots=True)
@@ -158,14 +171,14 @@ def clone_engine(e: Engine) -> Engine:
 class EnginePair:
     """The two engines of `spec`, the script of what was done to them, and the checks' state."""
 
-    def __init__(self, spec: GenerationSpec, impl: StepFn | None = None) -> None:
+    def __init__(self, spec: GenerationSpec, impl: Impl | None = None) -> None:
         self.spec = spec
         self.impl = impl or load()
         base = base_model(spec)
         self.cfg = base.cfg
         self.weights = base.weights
         self.impl_engine = self._engine(base)
-        self.impl_engine.model = prepare_model(self.impl, self.impl_engine.model)
+        self.impl_engine.model = self.impl.prepare_model(self.impl_engine.model)
         self.ref_engine = self._engine(base)
         self.script = Script(spec)
         self.stats = PairStats()
@@ -186,6 +199,8 @@ class EnginePair:
         self._conf_ref: dict[int, list[float]] = {}
         self._batched = False
         self._slot_to_id: dict[int, int] = {}
+        self._outside: list[Mismatch] = []  # what this step's bootstrap changed outside its world
+        self._impl_before: World | None = None  # the world the implementation's bootstrap found
 
     def _engine(self, base: BatchedMtpModel) -> Engine:
         model = base.clone()
@@ -196,11 +211,19 @@ class EnginePair:
     # Actions -------------------------------------------------------------------------------------
 
     def add(self, rs: RequestSpec) -> int:
-        """Submit the request to both engines (its `stop_at` resolved first); returns its id."""
-        if rs.stop_at is not None:
-            plain = self.solo_of(replace(rs, stop_at=None).request(self.cfg.max_seq_len))
-            stop = (plain.tokens[rs.stop_at],) if rs.stop_at < len(plain.tokens) else ()
-            rs = replace(rs, stop_at=None, stop_ids=tuple(dict.fromkeys((*rs.stop_ids, *stop))))
+        """Submit the request to both engines (its `stop_at` and `eos_at` resolved first, from its solo
+        decode without them); returns its id."""
+        if rs.stop_at is not None or rs.eos_at is not None:
+            plain = self.solo_of(replace(rs, stop_at=None, eos_at=None).request(self.cfg.max_seq_len)).tokens
+            stop = (plain[rs.stop_at],) if rs.stop_at is not None and rs.stop_at < len(plain) else ()
+            eos = (plain[rs.eos_at],) if rs.eos_at is not None and rs.eos_at < len(plain) else ()
+            rs = replace(
+                rs,
+                stop_at=None,
+                eos_at=None,
+                stop_ids=tuple(dict.fromkeys((*rs.stop_ids, *stop))),
+                eos_ids=tuple(dict.fromkeys((*rs.eos_ids, *eos))),
+            )
         self.script.actions.append(Action("add", request=rs))
         req = rs.request(self.cfg.max_seq_len)
         sid = submit(self.impl_engine, req)
@@ -232,6 +255,8 @@ class EnginePair:
         plan, self.planned = tuple(self.planned), []
         self._impl_boot = None
         self._batched = False
+        self._outside = []
+        self._impl_before = None
         fast = self.fast
         impl_rows = VerifyRows()
         impl_log = DecisionLog(keep_scores=True)
@@ -266,9 +291,15 @@ class EnginePair:
         during = list(rnd.sbs.before.active) if rnd.sbs is not None else []
         view.owners_before = Owners([*ref_before.active, *during], self.cfg.block_size)
         self._count_d1_reads(rec_ref)
-        out = [Mismatch(None, "decision the replay oracle cannot explain", "", why, ("B8",)) for why in rnd.refused]
+        out = list(self._outside)
+        out += [Mismatch(None, "decision the replay oracle cannot explain", "", why, ("B8",)) for why in rnd.refused]
         if rnd.sbs is not None:
             out += boot_row_mismatches(rnd.sbs)
+            if self._batched and self._impl_before is not None:
+                # The single-step checks of the implementation's own bootstrap: its calls, and its
+                # logs against the once-keys its engine had marked before it.
+                boot = replace(rnd.sbs, before=replace(rnd.sbs.before, sched=self._impl_before.sched))
+                out += check_calls(boot) + check_logs(boot)
             if fast:
                 out += replay_mismatches(rnd.sbs)
         if fast:
@@ -308,12 +339,16 @@ class EnginePair:
         self._impl_env = envelope(before)
         self._slot_to_id = {a.seq.slot_idx: a.seq_id for a in active}
         faulty = FaultyModel(model, plan, masked=masked_tokens(before, list(plan)))
-        step: StepFn = step_mtp_bootstrap_per_seq
+        world = self._world(model, active, sched, idxs, ladder_nd, verify_ctx)
+        # Its own (discarded) decision log: the step's log keeps the verify's decisions only.
         if can_batch_bootstrap(faulty, sched, len(idxs), self.spec.step.dflash_verify_raw_argmax):
             self._batched = True
-            step = self.impl
-        # Its own (discarded) decision log: the step's log keeps the verify's decisions only.
-        side = run_step(self._world(model, active, sched, idxs, ladder_nd, verify_ctx), faulty, step, DecisionLog())
+            self._impl_before = before
+            for i in idxs:
+                self.stats.reach.record(active[i], sched.watchdog.min_reasoning_floor)
+            side, self._outside = run_guarded(world, faulty, self.impl, DecisionLog())
+        else:
+            side = run_step(world, faulty, step_mtp_bootstrap_per_seq, DecisionLog())
         self._impl_boot = self._frozen(side, before)
         if side.error is not None:
             raise side.error
@@ -331,9 +366,11 @@ class EnginePair:
         )
 
     def _frozen(self, side: Side, before: World) -> Side:
-        """`side` with its sequences copied as the bootstrap left them (the step goes on with them)."""
+        """`side` with its sequences and scheduler context copied as the bootstrap left them (the
+        step goes on with them)."""
         w = side.world
-        side.world = World(w.spec, w.model, [copy_seq(a) for a in w.active], before.sched, w.verify_ctx, w.idxs, 0)
+        sched = copy.deepcopy(w.sched)
+        side.world = World(w.spec, w.model, [copy_seq(a) for a in w.active], sched, w.verify_ctx, w.idxs, 0)
         return side
 
     def _bootstrap_ref(self, rnd: RefRound, model, active, sched, idxs, ladder_nd, verify_ctx) -> None:
@@ -373,9 +410,10 @@ class EnginePair:
             rnd.decisions = sum(1 for r in log.records if r.key.kind == "token")
             new_boot, new_verify, refused = [], [], []
             if boot is not None and rnd.side is not None and rnd.before is not None:
-                rnd.sbs = SideBySide(self.spec, rnd.before, rnd.side, boot, rnd.translation)  # type: ignore[arg-type]
+                rnd.sbs = SideBySide(self.spec, rnd.before, rnd.side, boot, rnd.translation, self.impl)  # type: ignore[arg-type]
                 rnd.decisions += decisions(rnd.sbs)
-                settled = translate(boot.model.calls, self._impl_env, plan_of(rnd.sbs), boot.model.rows)
+                rnd.sbs.plan = plan_of(rnd.sbs)
+                settled = translate(boot.model.calls, self._impl_env, rnd.sbs.plan, boot.model.rows)
                 if settled.seq_faults != rnd.translation.seq_faults:
                     rnd.translation = settled
                     continue

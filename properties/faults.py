@@ -93,6 +93,23 @@ class SeqFault:
     kind: str
 
 
+_OWN_FIELDS = frozenset(
+    {
+        "_model",
+        "_plan",
+        "_seq_faults",
+        "_counts",
+        "_last_batch_slots",
+        "_last_decode_slot",
+        "_capture_conf",
+        "_masked",
+        "calls",
+        "conf_by_slot",
+        "rows",
+    }
+)
+
+
 class FaultyModel:
     """Wraps a model: forwards everything, records the operations in `RECORDED`, and injects the
     faults of `plan` (by call index) and `seq_faults` (by sequence, first matching call).
@@ -124,6 +141,15 @@ class FaultyModel:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Only the recorder's own fields: a step that sets an attribute on the model it was given
+        (a larger cap, a cache of its own) is refused at once, naming it."""
+        if name not in _OWN_FIELDS:
+            raise AttributeError(
+                f"the step set {name!r} on the model it was given: a model's attributes are not the step's"
+            )
+        object.__setattr__(self, name, value)
 
     def moved(self, model: Any) -> None:
         """Wrap `model` (the same world on another device) from now on, and move what was captured

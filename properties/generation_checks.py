@@ -70,6 +70,14 @@ def compare_engines(impl: Engine, ref: Engine, view: StepView) -> list[Mismatch]
     whose bootstrap is the per-sequence loop (the reference)."""
     fast = ref.model.cfg.numerics != "exact"
     out = compare_records(view)
+    for what, want, got in (
+        ("levers", ref.sched.levers, impl.sched.levers),
+        ("watchdog", ref.sched.watchdog, impl.sched.watchdog),
+        ("spec_backoff_steps", ref.sched.spec_backoff_steps, impl.sched.spec_backoff_steps),
+        ("sampling config", ref.verify_ctx, impl.verify_ctx),
+    ):
+        if want != got:
+            out.append(Mismatch(None, f"{what} (an input no step may change)", short(want), short(got), ("B1",)))
     if [sid for sid, _ in impl.waiting] != [sid for sid, _ in ref.waiting]:
         out.append(Mismatch(None, "waiting requests", str(ref.waiting), str(impl.waiting)))
     out += compare_finished(ref.finished, impl.finished, fast, view.logprobs)

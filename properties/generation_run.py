@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from properties.engine_pair import EnginePair, StepFn
+from properties.engine_pair import EnginePair
 from properties.generation_spec import Action, Script
+from properties.impl import Impl
 from properties.mismatch import Mismatch
 
 
@@ -37,7 +38,7 @@ def apply_action(pair: EnginePair, action: Action) -> list[Mismatch]:
     raise ValueError(f"unknown script action {action!r}")
 
 
-def run_script(script: Script, impl: StepFn | None = None) -> ScriptRun:
+def run_script(script: Script, impl: Impl | None = None) -> ScriptRun:
     """Replay `script` against `impl` (default: the selected implementation)."""
     run = ScriptRun(EnginePair(script.spec, impl))
     for i, action in enumerate(script.actions):

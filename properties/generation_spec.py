@@ -20,7 +20,8 @@ class RequestSpec:
     EOS ids (a grammar then finishes by terminating); `tool_call_end` / `reasoning`: the request
     has the vocabulary's tool-call-end / reasoning-end token; `stop_at`: before it is added, the
     request gets as stop id the token its own solo decode emits at that output index (so that a
-    stop is reached); `ssm` False: no SSM slot."""
+    stop is reached); `eos_at`: likewise, but as one more EOS id (so that a hold masks a token the
+    request wants, and, once the hold ends, the request can stop on it); `ssm` False: no SSM slot."""
 
     prompt: tuple[int, ...] = (5,)
     max_tokens: int = 8
@@ -33,6 +34,8 @@ class RequestSpec:
     grammar: str | None = None
     min_tokens: int = 0
     eos: bool = True
+    eos_ids: tuple[int, ...] = ()  # EOS ids besides the vocabulary's own (with `eos`)
+    eos_at: int | None = None
     stop_ids: tuple[int, ...] = ()
     stop_at: int | None = None
     tool_call_end: bool = False
@@ -56,7 +59,7 @@ class RequestSpec:
             presence_penalty=self.presence,
             grammar=None if self.grammar is None else GRAMMAR_SPECS[self.grammar],
             min_tokens=self.min_tokens,
-            eos_ids=(EOS_ID,) if self.eos else (),
+            eos_ids=(EOS_ID, *self.eos_ids) if self.eos else (),
             stop_ids=self.stop_ids,
             tool_call_end_token=TOOL_CALL_END_ID if self.tool_call_end else None,
             reasoning_end_token=REASONING_END_ID if self.reasoning else None,

@@ -87,6 +87,7 @@ def request_specs(draw: st.DrawFn) -> RequestSpec:
         grammar=draw(st.sampled_from(GRAMMARS)) if grammar else None,
         min_tokens=draw(st.integers(1, 6)) if held else 0,
         eos=draw(st.booleans()) if grammar else True,
+        eos_at=draw(st.integers(0, 6)) if held and draw(st.booleans()) else None,
         stop_at=draw(st.integers(0, 8)) if style == "stop" or (mixed and draw(st.booleans())) else None,
         tool_call_end=penalized and draw(st.booleans()),
         reasoning=mixed and draw(st.booleans()),

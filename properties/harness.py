@@ -24,11 +24,13 @@ from typing import Any
 
 import torch
 
-from properties import counters
+from properties import counters, outside
 from properties.call_plan import Plan, expected_plan
 from properties.faults import FaultyModel
-from properties.impl import load, prepare_model
+from properties.impl import Impl, load
+from properties.mismatch import Mismatch
 from properties.replay_oracle import ForcedDecision, Replay, next_forced
+from properties.report import format_report
 from properties.specs import WorldSpec
 from properties.translate import Envelope, Translation, translate
 from properties.world import World, build_world, on_device
@@ -64,12 +66,30 @@ class SideBySide:
     ref: Side
     impl: Side
     translation: Translation
+    under_test: Impl
     plan: Plan = field(default_factory=Plan)
     forced: dict[DecisionKey, int] = field(default_factory=dict)
     forced_decisions: list[ForcedDecision] = field(default_factory=list)
     unexplained: list[str] = field(default_factory=list)  # divergences the replay oracle could not explain
     replays: dict[int, Replay] = field(default_factory=dict)  # by slot: the reference semantics on its rows
     rounds: int = 1  # reference runs
+    outside: list[Mismatch] = field(default_factory=list)  # what the step changed outside its world
+
+
+def run_guarded(
+    world: World, model: FaultyModel, impl: Impl, decisions: DecisionLog | None = None
+) -> tuple[Side, list[Mismatch]]:
+    """`run_step` of the implementation, and what it changed outside its world (`properties.outside`):
+    weights it wrote are put back before this returns."""
+    models = [world.model]
+    outside.remember_weights(models)
+    packages = outside.packages_of(getattr(impl.step, "__module__", ""), impl.name.partition(":")[0])
+    before = outside.snapshot(models, packages)
+    side = run_step(world, model, impl.step, decisions)
+    changed = outside.changes(before, outside.snapshot(models, packages)) + outside.weights_written(models)
+    return side, [
+        Mismatch(None, f"{what}, outside the world (before | after the step)", was, now) for what, was, now in changed
+    ]
 
 
 def run_step(world: World, model: Any, step: Callable[..., Any], decisions: DecisionLog | None = None) -> Side:
@@ -150,28 +170,30 @@ def plan_of(sbs: SideBySide) -> Plan:
         ref.model.calls,
         sbs.spec.step,
         before.model.mtp_propose_batch_max(),
+        sbs.under_test.per_row_fast_greedy_calls,
     )
 
 
-def run_side_by_side(spec: WorldSpec, impl: Callable[..., Any] | None = None) -> SideBySide:
-    """Both runs of `spec`; `impl` defaults to the selected implementation (`--impl`)."""
-    step = impl or load()
+def run_side_by_side(spec: WorldSpec, impl: Impl | None = None) -> SideBySide:
+    """Both runs of `spec`; `impl` defaults to the selected implementation (`--impl`). Raises
+    AssertionError, with the report, when the implementation changed anything outside its world."""
+    impl = impl or load()
     ref_device = spec.model.ref_device
     base = build_world(spec, ref_device)
     before = base.clone()
     masked = masked_tokens(before, list(spec.faults))
 
     impl_world = base.clone() if ref_device == spec.model.device else on_device(base, spec.model.device)
-    impl_world.model = prepare_model(step, impl_world.model)
+    impl_world.model = impl.prepare_model(impl_world.model)
     impl_world.model.poison_scratch()
-    impl_side = run_step(impl_world, FaultyModel(impl_world.model, spec.faults, masked=masked), step)
+    impl_side, changed = run_guarded(impl_world, FaultyModel(impl_world.model, spec.faults, masked=masked), impl)
     if ref_device != spec.model.device:
         impl_side = side_on(impl_side, ref_device)
 
     env = envelope(before)
     calls = impl_side.model.calls
     tr = translate(calls, env)
-    out = SideBySide(spec, before, run_reference(base, tr, {}, masked), impl_side, tr)
+    out = SideBySide(spec, before, run_reference(base, tr, {}, masked), impl_side, tr, impl, outside=changed)
     fast = spec.model.numerics != "exact"
     for _ in range(MAX_ROUNDS):
         out.plan = plan_of(out)
@@ -190,6 +212,8 @@ def run_side_by_side(spec: WorldSpec, impl: Callable[..., Any] | None = None) ->
         out.ref = run_reference(base, out.translation, out.forced, masked)
         out.rounds += 1
     counters.count_run(len(out.forced_decisions), [f.ref_margin for f in out.forced_decisions], decisions(out))
+    if out.outside:
+        raise AssertionError(format_report("state outside the compared world", out, out.outside))
     return out
 
 

@@ -1,19 +1,56 @@
-"""The implementation under test: the batched step by default, or any `module:function` with the
-step's signature `(model, active, sched, idxs, ladder_nd, verify_ctx) -> None`."""
+"""The implementation under test, as one `Impl`: its step, the model it runs on, its call contract.
+
+A short name from `REGISTRY` (`literal`, the default; `vector`; `vector-gathered`) or `module:function`
+for any other step with the signature `(model, active, sched, idxs, ladder_nd, verify_ctx) -> None`.
+Everything besides the step comes from the module the name points at, never from the module where
+the function happens to be defined: a module that imports another's step and adds a `prepare_model`
+of its own is run on its own preparation. What a module may say:
+
+- `prepare_model(model) -> model`: the model the step runs on, given the world's (default: the
+  world's model itself).
+- `PER_ROW_FAST_GREEDY_CALLS = False`: greedy rows the batched argmax does not serve are argmaxed
+  inside a batched pass, with no per-row `argmax_on_device` call (default True, as the loop does).
+"""
 
 from __future__ import annotations
 
 import importlib
 import os
-import sys
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from types import ModuleType
 from typing import Any
 
 StepFn = Callable[..., Any]
-DEFAULT_IMPL = "batched.step:step_mtp_bootstrap_batched"
+REGISTRY: dict[str, str] = {
+    "literal": "batched.step:step_mtp_bootstrap_batched",
+    "vector": "batched.vector_step:step_mtp_bootstrap_vectorized",
+    "vector-gathered": "batched.vector_step_gathered:step_mtp_bootstrap_vectorized_gathered",
+}
+DEFAULT_IMPL = REGISTRY["literal"]
 ENV_IMPL = "MTP_VERIFY_IMPL"
 
 _selected: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class Impl:
+    """An implementation under test: `name` as the user gave it, the step, the model preparation
+    (None: the world's model as it is) and whether greedy rows outside the batched argmax make the
+    per-row `argmax_on_device` call."""
+
+    name: str
+    step: StepFn
+    prepare: Callable[[Any], Any] | None = None
+    per_row_fast_greedy_calls: bool = True
+
+    def prepare_model(self, model: Any) -> Any:
+        """The model the step runs on for a world whose model is `model`."""
+        return model if self.prepare is None else self.prepare(model)
+
+    def with_step(self, step: StepFn) -> Impl:
+        """The same implementation with `step` in place of its own (a wrapper that traces or asserts)."""
+        return replace(self, step=step)
 
 
 def select(spec: str | None) -> None:
@@ -26,34 +63,39 @@ def current_name() -> str:
     return _selected or os.environ.get(ENV_IMPL) or DEFAULT_IMPL
 
 
-def load(spec: str | None = None) -> StepFn:
-    """Import `module:function`; a clear error names what was wrong."""
-    spec = spec or current_name()
-    module_name, sep, fn_name = spec.partition(":")
-    if not sep or not module_name or not fn_name:
-        raise ValueError(f"--impl {spec!r}: expected module:function, e.g. {DEFAULT_IMPL}")
+def canonical(name: str) -> str:
+    """`module:function` for a registry name, else `name` itself."""
+    return REGISTRY.get(name, name)
+
+
+def _module(spec: str, module_name: str) -> ModuleType:
     try:
-        module = importlib.import_module(module_name)
+        return importlib.import_module(module_name)
     except ImportError as e:
         raise ValueError(f"--impl {spec!r}: cannot import module {module_name!r}: {e}") from e
+
+
+def load(name: str | None = None) -> Impl:
+    """The implementation `name` (default: the selected one); a ValueError names what was wrong."""
+    name = name or current_name()
+    spec = canonical(name)
+    module_name, sep, fn_name = spec.partition(":")
+    if not sep or not module_name or not fn_name:
+        known = ", ".join(REGISTRY)
+        raise ValueError(f"--impl {name!r}: expected one of {known}, or module:function such as {DEFAULT_IMPL}")
+    module = _module(name, module_name)
     fn = getattr(module, fn_name, None)
     if not callable(fn):
-        raise ValueError(f"--impl {spec!r}: module {module_name!r} has no callable {fn_name!r}")
-    return fn
+        raise ValueError(f"--impl {name!r}: module {module_name!r} has no callable {fn_name!r}")
+    prepare = getattr(module, "prepare_model", None)
+    if prepare is not None and not callable(prepare):
+        raise ValueError(f"--impl {name!r}: {module_name}.prepare_model is not callable")
+    contract = getattr(module, "PER_ROW_FAST_GREEDY_CALLS", True)
+    if not isinstance(contract, bool):
+        raise ValueError(f"--impl {name!r}: {module_name}.PER_ROW_FAST_GREEDY_CALLS must be True or False")
+    return Impl(name, fn, prepare, contract)
 
 
-def per_row_fast_greedy_calls(spec: str | None = None) -> bool:
-    """The implementation's call contract for greedy rows the batched argmax does not serve: True
-    (the default, `batched.step`'s) when each takes the per-row sampler's fast-greedy argmax
-    (`argmax_on_device`) as the loop does; False when its module says `PER_ROW_FAST_GREEDY_CALLS =
-    False` (it argmaxes them inside a batched sampling pass and makes no such call)."""
-    module_name = (spec or current_name()).partition(":")[0]
-    return bool(getattr(importlib.import_module(module_name), "PER_ROW_FAST_GREEDY_CALLS", True))
-
-
-def prepare_model(step: StepFn, model: Any) -> Any:
-    """The model `step` runs on for a world whose model is `model`: its module's
-    `prepare_model(model)` when it has one (a model class of its own over the world's buffers, as
-    the fully batched step's `VectorMtpModel`), else `model` itself."""
-    prepare = getattr(sys.modules.get(getattr(step, "__module__", ""), None), "prepare_model", None)
-    return model if prepare is None else prepare(model)
+def plain(step: StepFn, name: str = "") -> Impl:
+    """`step` on the world's model, with the loop's call contract (a test's own wrapper step)."""
+    return Impl(name or getattr(step, "__qualname__", "step"), step)

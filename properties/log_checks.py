@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 def expected_logs(sbs: SideBySide) -> Counter[tuple[str, str]]:
     """The (level, message) multiset the seed writes for what happened in this run."""
     plan = sbs.plan
-    seen = set(sbs.spec.step.seen_log_keys)
+    seen = set(sbs.before.sched.telemetry.seen)
     want: Counter[tuple[str, str]] = Counter()
     n = len(plan.rows)
     calls = sbs.impl.model.calls
@@ -74,7 +74,7 @@ def expected_once_keys(sbs: SideBySide) -> set[str]:
     every notice the step reached (the engaged notice unless `decode_batch` failed, the batched-argmax
     notice when `argmax_batch` succeeded, the propose-gate notice when the stash succeeded), whether
     or not the notice was written this time."""
-    keys = set(sbs.spec.step.seen_log_keys)
+    keys = set(sbs.before.sched.telemetry.seen)
     calls = sbs.impl.model.calls
     if not any(c.op == "decode_batch" for c in calls) or any(
         c.op == "decode_batch" and c.outcome == "err" for c in calls

@@ -6,12 +6,15 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from properties.behaviours import ALL_IDS
-from properties.harness import SideBySide
-from properties.impl import DEFAULT_IMPL, current_name
+from properties.impl import DEFAULT_IMPL, canonical, current_name
 from properties.mismatch import Mismatch
 from properties.specs import WorldSpec, compact
+
+if TYPE_CHECKING:
+    from properties.harness import SideBySide
 
 REPLAY_DIR = Path(
     os.environ.get("MTP_VERIFY_REPLAYS", Path(__file__).resolve().parent.parent / ".hypothesis" / "replays")
@@ -34,7 +37,7 @@ def save_replay(spec: WorldSpec) -> Path:
 def replay_command(path: Path, module: str = "properties.replay") -> str:
     """The command that replays `path` with `module`, naming the implementation when not the default."""
     impl = current_name()
-    extra = f" --impl {impl}" if impl != DEFAULT_IMPL else ""
+    extra = f" --impl {impl}" if canonical(impl) != DEFAULT_IMPL else ""
     return f"python -m {module} {path}{extra}"
 
 

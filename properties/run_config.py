@@ -16,8 +16,9 @@ ENV_REFERENCE_DEVICE = "MTP_VERIFY_REFERENCE_DEVICE"
 REFERENCE_DEVICES = ("same", "cpu")  # where the reference step runs (`--reference-device`)
 ENV_MODEL = "MTP_VERIFY_MODEL"
 # Model sizes (`--model`): `small` is the suite's test model (hidden 32, vocab 512 or 600); `serving`
-# has a serving model's width and vocabulary (hidden 1024 in 8 heads, vocab 32768), for GPU nightlies.
-MODEL_SIZES = {"small": None, "serving": (1024, 8, 32768)}
+# has a serving model's width and vocabulary (hidden 1024 in 8 heads, the 129280 ids of an MTP model's
+# tokenizer: ids past 32767 and 65535, which 16-bit packing gets wrong), for GPU nightlies.
+MODEL_SIZES = {"small": None, "serving": (1024, 8, 129280)}
 DTYPES = ("float64", "float32", "bfloat16")
 # Largest mix by device when `--max-n` is not given. A GPU checks the batch sizes an engine serves;
 # the CPU keeps examples cheap but goes past the exact numerics' row tile (8), so the multi-tile

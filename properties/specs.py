@@ -40,6 +40,9 @@ class ModelSpec:
     # benchmarks' mixes of up to 256 rows on a serving-sized model, where slot-sized caches take GBs).
     num_blocks: int | None = None
     num_draft_blocks: int | None = None
+    # Token ids share embedding rows in groups of this many (`ModelConfig.tie_group`): exact ties in
+    # every logits and drafter row, at the argmax and at the top-k and top-p boundaries.
+    tie_group: int = 1
 
     def __post_init__(self) -> None:
         if self.reference_device not in ("", self.device) and self.numerics == "exact":
@@ -85,6 +88,13 @@ class SeqSpec:
     token_seed: int = 0
     extra_draft_blocks: int = 0
     last_token: int | None = None  # None: drawn from token_seed (bad-input tests set one out of vocab)
+    # The row's own top-ranked next token is also one of its EOS ids: a hold on this row changes its
+    # token, and an unheld row ends with it.
+    eos_top: bool = False
+    # A sampled row's decision made as sensitive as the world allows: "noise" picks, of 64 sampling
+    # seeds, the one whose two best noisy scores are closest; "top_p" sets top-p to exactly the row's
+    # cumulative probability at a rank the token seed picks, so the cut sits on a boundary.
+    near_tie: str = ""
 
 
 @dataclass(slots=True, frozen=True)

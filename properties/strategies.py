@@ -90,6 +90,9 @@ SMALL_META_STRIDES = st.sampled_from((4, 2, 6))
 # DFlash drafter models: the gate (G5) reads them, the step does not.
 DFLASH_GAMMAS = st.sampled_from((None, None, None, 4))
 WEIGHT_SEEDS = st.integers(0, 3)
+# Token ids sharing embedding rows in pairs or threes in two models of five: every argmax, draft and
+# cut of those worlds meets exact ties, which untied random weights never produce.
+TIE_GROUPS = st.sampled_from((1, 1, 2, 1, 3))
 
 
 @st.composite
@@ -116,6 +119,7 @@ def model_specs(draw: st.DrawFn, run: RunConfig, n: int) -> ModelSpec:
         meta_stride=draw(SMALL_META_STRIDES) if organic == "small_stride" else None,
         dflash_gamma=draw(DFLASH_GAMMAS),
         weights_seed=draw(WEIGHT_SEEDS),
+        tie_group=draw(TIE_GROUPS),
     )
 
 
@@ -171,17 +175,23 @@ STYLES = (
 STYLE = st.sampled_from(STYLES)
 N_OUT = st.integers(0, 6)
 # Temperatures are continuous: the usual range, tiny positive ones (near greedy, the scores of a row
-# spread far apart) and hot ones (near uniform); the round values first, for shrinking.
+# spread far apart), hot ones (near uniform), and ones within 5 % of 1, where code that special-cases
+# 1 (or rounds to it) differs from the reference by a hair; the round values first, for shrinking.
 TEMPERATURES = st.one_of(
     st.sampled_from((1.0, 0.3, 5.0)),
     st.floats(0.05, 5.0),
     st.floats(1e-3, 0.05),
+    st.floats(0.95, 1.05),
 )
 TOP_KS = st.sampled_from((0, 1, 5, 40, 2))
-TOP_PS = st.one_of(st.just(1.0), st.sampled_from((0.9, 0.5)), st.floats(0.01, 0.99))
-REPETITIONS = st.sampled_from((1.3, 0.8, 1.0))
-FREQUENCIES = st.sampled_from((0.0, 0.5))
-PRESENCES = st.sampled_from((0.0, 0.7))
+# Top-p: off, round cuts, any cut, and cuts within 1 % of 1 (a path that treats p >= 0.99 as off).
+TOP_PS = st.one_of(
+    st.just(1.0), st.sampled_from((0.9, 0.5)), st.floats(0.01, 0.99), st.floats(0.99, 1.0, exclude_max=True)
+)
+# Penalties: round values, and values within a hair of neutral (1, 0, 0), which are not neutral.
+REPETITIONS = st.one_of(st.sampled_from((1.3, 0.8, 1.0)), st.floats(0.97, 1.03))
+FREQUENCIES = st.one_of(st.sampled_from((0.0, 0.5)), st.floats(0.0, 0.03))
+PRESENCES = st.one_of(st.sampled_from((0.0, 0.7)), st.floats(0.0, 0.03))
 GRAMMAR_KINDS = st.sampled_from(GRAMMARS)
 TOOL_CALL_END_AT = st.one_of(st.none(), st.integers(0, 5))
 ECHO = st.lists(st.integers(0, 4), unique=True, min_size=1, max_size=2).map(tuple)
@@ -192,6 +202,9 @@ EXTRA_DRAFT_BLOCKS = st.sampled_from((0, 0, 0, 2))
 # Room for the whole ladder most often (a group member needs effective drafts = ladder, B15).
 MAX_TOKENS_LEFT = st.one_of(st.just(16), st.integers(2, 24))
 HOLD_EXTRA = st.sampled_from((1, 3))  # min tokens past the history: held for this token, or longer
+# Exact numerics: a sampled row's decision set on a hair two times in three (`properties.row_shaping`).
+# Fast numerics leaves it out: there a near tie within rounding is what the replay oracle forgives.
+NEAR_TIES = st.sampled_from(("", "noise", "top_p"))
 
 
 @functools.lru_cache(maxsize=8)
@@ -207,7 +220,7 @@ def seq_specs(
 
     A style draws a plain greedy row most often (the batched argmax needs two of them), a sampled
     one next, or one that varies a single aspect, or one that varies everything at once ("mixed").
-    A grammar row walks its grammar to the end once in four. Without `long_tables`, the drafter
+    A grammar row walks its grammar to the end once in three. Without `long_tables`, the drafter
     block table fits the model's default propose-meta stride: no cache near `max_seq_len`, no extra
     drafter blocks."""
     style = draw(STYLE)
@@ -216,7 +229,8 @@ def seq_specs(
     penalties = style == "penalized" or (mixed and draw(BOOLS))
     grammar = draw(GRAMMAR_KINDS) if style == "grammar" or (mixed and draw(BOOLS)) else None
     held = style == "held" or (mixed and draw(BOOLS))
-    n_out = GRAMMAR_WALK_TO_END if grammar is not None and draw(ONE_IN_4) else draw(N_OUT)
+    n_out = GRAMMAR_WALK_TO_END if grammar is not None and draw(ONE_IN_3) else draw(N_OUT)
+    near_tie = draw(NEAR_TIES) if sampled and m.numerics == "exact" else ""
     return SeqSpec(
         cache_len=draw(cache_lengths(m, long_tables)),
         n_out=n_out,
@@ -240,6 +254,8 @@ def seq_specs(
         slot_idx=slot_idx,
         token_seed=draw(TOKEN_SEEDS),
         extra_draft_blocks=draw(EXTRA_DRAFT_BLOCKS) if long_tables else 0,
+        eos_top=held and draw(BOOLS),
+        near_tie=near_tie,
     )
 
 
@@ -304,7 +320,14 @@ FAULT_OP_CHOICES = (
 )
 FAULT_OPS = st.sampled_from(FAULT_OP_CHOICES)
 FAULT_KINDS = {op: st.sampled_from(("err", *ALTERNATES[op])) for op in BATCHED_STEP_OPS}
-FAULT_ROWS = st.one_of(st.none(), st.integers(0, 7))
+
+
+@functools.lru_cache(maxsize=64)
+def fault_rows(rows: int) -> st.SearchStrategy[int | None]:
+    """The member a fault hits: any row of a batch of `rows` (at least the first eight), or None."""
+    return st.one_of(st.none(), st.integers(0, max(rows, 8) - 1))
+
+
 MAX_CALL_INDEX = 2
 
 
@@ -345,7 +368,7 @@ def fault_specs(draw: st.DrawFn, max_faults: int = 2, rows: int = 8, group_cap: 
         if any(f.op == op and f.call == call for f in faults):
             continue  # only the first fault on a call can fire
         kind = draw(FAULT_KINDS[op])
-        faults.append(FaultSpec(op, call, kind, draw(FAULT_ROWS), draw(in_place_edits(op, kind))))
+        faults.append(FaultSpec(op, call, kind, draw(fault_rows(rows)), draw(in_place_edits(op, kind))))
     return tuple(faults)
 
 
@@ -401,4 +424,47 @@ def world_specs(
         step=draw(step) if step is not None else draw(STEP_SPECS),
         cache_seed=draw(TOKEN_SEEDS),
         faults=draw(_fault_specs_for(len(bootstrap), m.group_cap)) if faults else (),
+    )
+
+
+# -- wide worlds --------------------------------------------------------------------------------
+# Sizes past every tile and word boundary an implementation may have inside: mixes past 16 and 64
+# rows, sequence and SSM slots past 64 and 256 (of 512), token ids past 32767 and 65535 (vocabularies
+# of 2**17 and of a tokenizer's 151665). A large vocabulary costs the CPU about as much as 10 rows do,
+# so a world is wide in rows, in vocabulary, or in both at 17-20 rows. Caches hold what the world
+# needs, not every slot's longest sequence.
+WIDE_SLOTS = 512
+WIDE_SHAPES = st.sampled_from(("rows", "vocab", "both"))
+WIDE_ROWS = st.one_of(st.integers(17, 24), st.integers(65, 72))
+WIDE_VOCABS = st.sampled_from((131072, 151665))
+WIDE_GROUP_CAPS = st.sampled_from((8, 2, 16, 64, 4))
+
+
+@st.composite
+def wide_world_specs(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
+    """A world at serving sizes (see above), with a fault plan over all its rows most of the time."""
+    shape = draw(WIDE_SHAPES)
+    n = draw({"rows": WIDE_ROWS, "vocab": ints(2, 8), "both": ints(17, 20)}[shape])
+    m = draw(model_specs(run, n))
+    m = replace(
+        m,
+        vocab_size=m.vocab_size if shape == "rows" else draw(WIDE_VOCABS),
+        num_slots=WIDE_SLOTS,
+        stash_capacity=max(64, n),
+        group_cap=draw(WIDE_GROUP_CAPS),
+    )
+    step = draw(STEP_SPECS)
+    seq = _seq_specs_for(m, False)
+    slots = draw(permutations_of(WIDE_SLOTS))[:n]
+    ssm = draw(permutations_of(WIDE_SLOTS))[:n]
+    seqs = tuple(replace(draw(seq), slot_idx=slots[i], ssm_slot=ssm[i]) for i in range(n))
+    blocks = sum(-(-(s.cache_len + 1 + step.ladder_nd) // m.block_size) + 2 for s in seqs)
+    m = replace(m, num_blocks=blocks + 8, num_draft_blocks=blocks + 8)
+    return WorldSpec(
+        model=m,
+        seqs=seqs,
+        bootstrap=tuple(range(n)),
+        step=step,
+        cache_seed=draw(TOKEN_SEEDS),
+        faults=draw(_fault_specs_for(n, m.group_cap)),
     )

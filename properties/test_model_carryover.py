@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.compare import seq_fields, values_equal
-from properties.impl import load, prepare_model
+from properties.impl import load
 from properties.run_config import current
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
@@ -42,8 +42,7 @@ def world_pairs(draw: st.DrawFn) -> tuple[WorldSpec, WorldSpec]:
 
 
 def run_step(world: World) -> None:
-    step = load()
-    step(world.model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
+    load().step(world.model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
     if world.model.device.type == "cuda":
         torch.cuda.synchronize()
 
@@ -51,14 +50,14 @@ def run_step(world: World) -> None:
 @given(pair=world_pairs())
 def test_a_model_that_ran_another_world_runs_this_one_alike(pair: tuple[WorldSpec, WorldSpec]) -> None:
     spec_a, spec_b = pair
-    step = load()
+    impl = load()
     first = build_world(spec_a)
-    first.model = prepare_model(step, first.model)
+    first.model = impl.prepare_model(first.model)
     run_step(first)
     reused = build_world(spec_b).clone(into=first.model)  # B's caches and sequences in A's model
     run_step(reused)
     fresh = build_world(spec_b)
-    fresh.model = prepare_model(step, fresh.model)
+    fresh.model = impl.prepare_model(fresh.model)
     run_step(fresh)
     for i, (got, want) in enumerate(zip(reused.active, fresh.active, strict=True)):
         g, w = seq_fields(got), seq_fields(want)

@@ -13,6 +13,7 @@ from batched.gate import can_batch_bootstrap
 from properties.behaviours import covers
 from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
+from properties.impl import plain
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import ModelSpec, StepSpec, WorldSpec
@@ -107,7 +108,7 @@ def test_dispatch_follows_gate(spec: WorldSpec) -> None:
         ran = step_mtp_bootstrap(model, active, sched, idxs, ladder_nd, verify_ctx, raw)
         assert ran == gate, f"dispatch returned batched={ran}, gate says {gate}"
 
-    sbs = run_side_by_side(spec, dispatch)
+    sbs = run_side_by_side(spec, plain(dispatch, "dispatch"))
     ops = [c.op for c in sbs.impl.model.calls]
     if gate:
         assert ops.count("decode_batch") == 1 and "decode" not in ops, f"gate true but calls were {ops}"

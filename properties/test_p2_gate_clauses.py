@@ -16,6 +16,7 @@ from batched.dispatch import step_mtp_bootstrap
 from properties.behaviours import covers
 from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
+from properties.impl import plain
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import WorldSpec
@@ -116,7 +117,7 @@ def test_dispatch_at_the_gate_corner(world: tuple[WorldSpec, str | None]) -> Non
     def dispatch(model, active, sched, idxs, ladder_nd, verify_ctx) -> None:
         ran.append(step_mtp_bootstrap(model, active, sched, idxs, ladder_nd, verify_ctx, clause == "G2"))
 
-    sbs = run_side_by_side(spec, dispatch)
+    sbs = run_side_by_side(spec, plain(dispatch, "dispatch"))
     ops = [c.op for c in sbs.impl.model.calls]
     assert ran == [clause is None], f"clause {clause or 'none'} violated: dispatch returned {ran}, calls {ops}"
     if clause is None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batched.propose_log import log_propose_batched_err
 from properties.behaviours import covers
 from properties.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
+from properties.fresh_process import run_fresh
 from properties.harness import run_side_by_side
+from properties.impl import current_name
 from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.run_config import current
@@ -50,3 +52,13 @@ def test_p7_propose_error_level_reads_the_whole_chain(depth: int, where: int, st
     record = cap.records[0]
     assert record.level == ("DEBUG" if stride else "ERROR"), f"chain {messages}: logged at {record.level}"
     assert record.message == "prefix: " + ": ".join(messages)
+
+
+@covers("P7 logging", "B3", "B13", "B21", "B24", "B25")
+@settings(max_examples=max(3, settings().max_examples // 6))
+@given(specs=st.lists(world_specs(RUN, faults=True), min_size=1, max_size=3))
+def test_p7_the_first_steps_of_a_process(specs: list[WorldSpec]) -> None:
+    """A process's first steps log, and leave everything, as any later step does: the examples run in
+    a process that has run no step before (`properties.fresh_process`), every check on each."""
+    reports = run_fresh(specs, current_name())
+    assert not reports, "\n\n".join(reports)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from properties.behaviours import covers
 from properties.compare import check_equivalence, compare_untouched
 from properties.harness import run_side_by_side
-from properties.impl import load, prepare_model
+from properties.impl import load
 from properties.report import format_report
 from properties.run_config import current
 from properties.specs import FaultSpec, WorldSpec
@@ -33,8 +33,8 @@ def test_p8_bad_indices_raise_before_touching_anything(spec: WorldSpec, data: st
     world = build_world(spec)
     before = world.clone()
     with pytest.raises(ValueError, match="bootstrap ind"):
-        step = load()
-        step(prepare_model(step, world.model), world.active, world.sched, idxs, world.ladder_nd, world.verify_ctx)
+        impl = load()
+        impl.step(impl.prepare_model(world.model), world.active, world.sched, idxs, world.ladder_nd, world.verify_ctx)
     for b, a in zip(before.active, world.active, strict=True):
         changed = compare_untouched(b, a)
         assert not changed, f"{kind} indices {idxs}: sequence {b.seq_id} changed: {changed[0]}"

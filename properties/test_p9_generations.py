@@ -102,6 +102,8 @@ class P9Generations(RuleBasedStateMachine):
         ):
             if n:
                 event(f"P9: {what}")
+        for change in s.reach.counts():
+            event(f"P9: a request bootstrapped through the implementation before and after its {change}")
 
 
 def p9_settings() -> settings:

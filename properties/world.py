@@ -15,15 +15,15 @@ import torch
 
 from batched.batched_model import BatchedMtpModel
 from properties.grammars import grammar_history
+from properties.row_shaping import FIRST_PLAIN_TOKEN, shape_rows
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
-from reference.errors import ModelError
 from reference.model.config import ModelConfig
+from reference.model.weights import Weights, build_weights
 from reference.sched_ctx import Levers, LogitsContext, SamplingConfig, SchedCtx, Watchdog
 from reference.state import ActiveSeq, AdaptiveSpeculation, SequenceState, SpeculationMode
 from reference.vocab import build_vocab
 
 MAX_DRAFTS = 8  # longest ladder the strategies ask for
-FIRST_PLAIN_TOKEN = 3  # ids below are specials (EOS, tool-call end, reasoning end)
 
 
 @dataclass(slots=True)
@@ -100,13 +100,42 @@ def model_config(m: ModelSpec) -> ModelConfig:
         numerics=m.numerics,
         device=m.device,
         seed=m.weights_seed,
+        tie_group=m.tie_group,
     )
+
+
+# The configuration fields the weights depend on (`reference.model.weights.init_weights`).
+WEIGHT_FIELDS = (
+    "vocab_size",
+    "hidden",
+    "n_heads",
+    "n_attn_layers",
+    "mlp_hidden",
+    "ssm_state",
+    "dtype",
+    "device",
+    "seed",
+    "init_scale",
+    "tie_group",
+)
+
+
+@functools.lru_cache(maxsize=16)
+def _weights_of(key: ModelConfig) -> Weights:
+    return build_weights(key)
+
+
+def shared_weights(cfg: ModelConfig) -> Weights:
+    """The weights of `cfg`, built once for every configuration that draws the same ones (worlds
+    that differ only in cache sizes, caps or strides share them)."""
+    return _weights_of(ModelConfig(**{f: getattr(cfg, f) for f in WEIGHT_FIELDS}))
 
 
 @functools.lru_cache(maxsize=16)
 def base_model(m: ModelSpec) -> BatchedMtpModel:
-    """Weights for a `ModelSpec`, built once; worlds clone it."""
-    return BatchedMtpModel(model_config(m))
+    """The model of a `ModelSpec`, built once; worlds clone it."""
+    cfg = model_config(m)
+    return BatchedMtpModel(cfg, weights=shared_weights(cfg))
 
 
 def sched_for(step: StepSpec) -> tuple[SchedCtx, LogitsContext]:
@@ -212,31 +241,6 @@ def check_slots(spec: WorldSpec) -> None:
         raise ValueError(f"WorldSpec: slots {slots} and SSM slots {ssm} must each be distinct")
 
 
-def echo_top_tokens(model: BatchedMtpModel, specs: tuple[SeqSpec, ...], active: list[ActiveSeq]) -> None:
-    """Write each sequence's top-ranked next tokens (best first) into the history positions its
-    `SeqSpec.echo` names. The ranks come from decoding its last token on a throw-away copy of the
-    model; the history is sampling-side only, so the world's caches and logits are untouched. A row
-    the model refuses to decode keeps its drawn history."""
-    wanted = [(s, a) for s, a in zip(specs, active, strict=True) if s.echo and s.grammar is None]
-    if not wanted:
-        return
-    probe = model.clone()
-    for s, a in wanted:
-        end = a.output_tokens.index(a.tool_call_end_token) if a.tool_call_end_token in a.output_tokens else -1
-        positions = [p for p in s.echo if p < len(a.output_tokens) - 1 and p != end]
-        if not positions:
-            continue
-        seq = replace(a.seq, block_table=list(a.seq.block_table), draft_block_table=list(a.seq.draft_block_table))
-        try:
-            logits = probe.decode(a.last_token, seq).float()
-        except ModelError:
-            continue  # a bad row (the bad-input properties build them) keeps its drawn history
-        logits[:FIRST_PLAIN_TOKEN] = -math.inf
-        ranked = logits.topk(len(positions)).indices.tolist()
-        for p, tok in zip(positions, ranked, strict=True):
-            a.output_tokens[p] = tok
-
-
 def model_on(m: ModelSpec, device: str) -> ModelSpec:
     """The model spec of `m`'s model on `device`, one side of a run: weights and caches there."""
     return replace(m, device=device, reference_device="")
@@ -256,7 +260,7 @@ def build_world(spec: WorldSpec, device: str | None = None) -> World:
     by_slot = sorted(range(len(spec.seqs)), key=lambda i: spec.seqs[i].slot_idx)
     built = {i: build_seq(spec.seqs[i], i, m, spec.step.ladder_nd, blocks, dblocks) for i in by_slot}
     active = [built[i] for i in range(len(spec.seqs))]
-    echo_top_tokens(model, spec.seqs, active)
+    shape_rows(model, spec.seqs, active, spec.step)
     sched, ctx = sched_for(spec.step)
     return World(spec, model, active, sched, ctx, list(spec.bootstrap), spec.step.ladder_nd)
 

@@ -132,7 +132,7 @@ def processed_row(
     return row
 
 
-def _cut_scores(
+def cut_scores(
     row: torch.Tensor, temperature: float, top_k: int, top_p: float, seq_id: int, position: int
 ) -> torch.Tensor:
     """The temperature-scaled scores of the tokens top-k and top-p keep, -inf elsewhere.
@@ -195,5 +195,5 @@ def sample_token_with_grammar(
         if sampling.fast_greedy_grammar and neutral and not eos_mask:
             return observe(key, row, model.argmax_on_device(row))
         return decide(key, row)
-    scores = _cut_scores(row, temperature, top_k, top_p, seq_id, position)
+    scores = cut_scores(row, temperature, top_k, top_p, seq_id, position)
     return decide(key, scores + gumbel_noise(seed, position, vocab, row.device))

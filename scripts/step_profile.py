@@ -46,7 +46,7 @@ def main() -> None:
     s = replace(resolve({"device": a.device}), mix=a.mix)
     bench = VectorBench.make(s, a.n, graph_after=None if a.no_graphs else 1, paged=not a.gather)
     base, work = bench.base, bench.work
-    step = IMPLS[a.impl]
+    step = IMPLS[a.impl].step
 
     def run(w: World) -> None:
         step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)

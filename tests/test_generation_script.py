@@ -11,6 +11,7 @@ from batched.step import step_mtp_bootstrap_batched
 from properties.generation_report import format_generation_report
 from properties.generation_run import run_script
 from properties.generation_spec import Action, GenerationSpec, RequestSpec, Script
+from properties.impl import plain
 from properties.promote_generation import GENERATION_REGRESSIONS, promote
 from properties.replay_generation import read_script
 from properties.specs import FaultSpec, ModelSpec, StepSpec
@@ -60,7 +61,7 @@ def drafts_dropped(model, active, sched, idxs, ladder_nd, verify_ctx) -> None:
 
 
 def test_a_broken_implementation_fails_at_the_first_differing_step(tmp_path: Path) -> None:
-    run = run_script(SCRIPT, drafts_dropped)
+    run = run_script(SCRIPT, plain(drafts_dropped))
     assert run.failed_at == 5, "the second step: the first two requests lose their drafts before their verify"
     text = format_generation_report("P9 generations", run.pair, run.mismatches)
     assert "difference(s) at engine step" in text and "replay: python -m properties.replay_generation" in text

@@ -26,7 +26,7 @@ from properties.fixed_sample import fixed_sample
 from properties.harness import SideBySide, run_side_by_side
 from properties.run_config import RunConfig
 from properties.specs import WorldSpec
-from properties.strategies import fault_specs, world_specs
+from properties.strategies import fault_specs, wide_world_specs, world_specs
 from properties.world import build_world
 
 # The CPU default of a pytest run (exact numerics, float64/float32, mixes of up to 8), whatever the
@@ -70,6 +70,26 @@ MIN_DFLASH = 0.1
 MIN_NO_TOOL_CALL_END = 0.1
 # P4 examples with a planned fault that fired (measured 0.70).
 MIN_FAULT_FIRED = 0.5
+# P1 decode rows whose two best logits tie exactly (tied weights; measured 0.31), and sampled rows
+# whose decision is set on a hair (`SeqSpec.near_tie`; measured 0.63).
+MIN_TIED_ROWS = 0.2
+MIN_NEAR_TIE_SAMPLED = 0.4
+# Sampled rows with a temperature within 5 % of 1 (measured 0.32).
+MIN_TEMPERATURE_NEAR_ONE = 0.2
+# Held rows whose own top token is an EOS id, so that the hold moves their token (measured 0.57).
+MIN_HELD_EOS_TOP = 0.35
+# Wide worlds (`wide_world_specs`): examples past 16 rows and past 64, with a slot or SSM slot past
+# 64 and past 256, with a last token past 32767 and past 65535 (measured 0.80, 0.23, 0.93, 0.93,
+# 0.65, 0.63).
+WIDE_SAMPLE = 40
+MIN_WIDE = {
+    "rows > 16": 0.5,
+    "rows > 64": 0.15,
+    "slot > 64": 0.6,
+    "slot > 256": 0.6,
+    "token > 32767": 0.4,
+    "token > 65535": 0.4,
+}
 
 
 def draw_sample(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
@@ -132,9 +152,19 @@ def measure() -> Measured:
     v["temperature <= 0.05 (of sampled)"] = fraction(sum(r.temperature <= 0.05 for r in sampled), len(sampled))
     v["temperature > 1 (of sampled)"] = fraction(sum(r.temperature > 1 for r in sampled), len(sampled))
     v["distinct temperatures"] = len({r.temperature for r in sampled})
-    groups = drafts = two = grammar_rows = grammar_ended = 0
+    v["temperature within 5 % of 1 (of sampled)"] = fraction(
+        sum(abs(r.temperature - 1) <= 0.05 for r in sampled), len(sampled)
+    )
+    v["near tie set (of sampled)"] = fraction(sum(bool(r.near_tie) for r in sampled), len(sampled))
+    held = [r for r in rows if r.min_tokens > r.n_out]
+    v["own top token an EOS id (of held)"] = fraction(sum(r.eos_top for r in held), len(held))
+    groups = drafts = two = grammar_rows = grammar_ended = tied = boot_rows = 0
     for spec in p1:
         sbs = run_side_by_side(spec)
+        for row in sbs.ref.model.rows.values():
+            boot_rows += 1
+            top2 = row.double().topk(2).values
+            tied += bool(top2[0] == top2[1])
         calls = group_calls(sbs)
         groups += bool(calls)
         drafts += any(returned_drafts(c) for c in calls)
@@ -148,6 +178,10 @@ def measure() -> Measured:
     v["group propose returned drafts"] = fraction(drafts, len(p1))
     v["two groups or more"] = fraction(two, len(p1))
     v["grammar rows ended by the grammar"] = fraction(grammar_ended, grammar_rows)
+    v["decode rows with their best two logits tied"] = fraction(tied, boot_rows)
+    wide = draw_sample(wide_world_specs(RUN), WIDE_SAMPLE)
+    for name, hit in wide_reach().items():
+        v[f"wide: {name}"] = fraction(sum(hit(s) for s in wide), len(wide))
     worlds = [build_world(s) for s in p1[:50]]
     seqs = [a for w in worlds for a in w.active]
     v["sequences without a tool-call-end token"] = fraction(sum(a.tool_call_end_token is None for a in seqs), len(seqs))
@@ -170,6 +204,22 @@ def measure() -> Measured:
     v["P4 examples with a fault that fired"] = fraction(hits, len(p4))
     v["P4 examples with a fault planned"] = fraction(sum(bool(s.faults) for s in p4), len(p4))
     return out
+
+
+def wide_reach() -> dict[str, Any]:
+    """What a wide world reaches, by name: the predicates of `MIN_WIDE`."""
+
+    def last_tokens(spec: WorldSpec) -> list[int]:
+        return [a.last_token for a in build_world(spec).active]
+
+    return {
+        "rows > 16": lambda s: len(s.bootstrap) > 16,
+        "rows > 64": lambda s: len(s.bootstrap) > 64,
+        "slot > 64": lambda s: max(max(q.slot_idx, q.ssm_slot or 0) for q in s.seqs) > 64,
+        "slot > 256": lambda s: max(max(q.slot_idx, q.ssm_slot or 0) for q in s.seqs) > 256,
+        "token > 32767": lambda s: max(last_tokens(s)) > 32767,
+        "token > 65535": lambda s: max(last_tokens(s)) > 65535,
+    }
 
 
 def every_call() -> set[tuple[str, int]]:
@@ -196,6 +246,11 @@ def measured() -> Measured:
         ("grammar rows ended by the grammar", MIN_GRAMMAR_ENDED),
         ("DFlash drafter (dispatch specs)", MIN_DFLASH),
         ("P4 examples with a fault that fired", MIN_FAULT_FIRED),
+        ("decode rows with their best two logits tied", MIN_TIED_ROWS),
+        ("near tie set (of sampled)", MIN_NEAR_TIE_SAMPLED),
+        ("temperature within 5 % of 1 (of sampled)", MIN_TEMPERATURE_NEAR_ONE),
+        ("own top token an EOS id (of held)", MIN_HELD_EOS_TOP),
+        *((f"wide: {name}", threshold) for name, threshold in MIN_WIDE.items()),
     ],
 )
 def test_generator_meets_target(measured: Measured, name: str, threshold: float) -> None:

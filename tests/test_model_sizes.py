@@ -21,7 +21,7 @@ def test_the_serving_model_has_a_serving_width_and_vocabulary(monkeypatch: pytes
     run = current()
     assert run.model == "serving"
     for spec in fixed_sample(world_specs(run), 5):
-        assert (spec.model.hidden, spec.model.n_heads, spec.model.vocab_size) == (1024, 8, 32768)
+        assert (spec.model.hidden, spec.model.n_heads, spec.model.vocab_size) == (1024, 8, 129280)
 
 
 def test_an_unknown_model_size_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,12 +9,15 @@ import pytest
 
 from mutants.apply import mutated_source
 from mutants.catalogue import CATALOGUE, ID_PATTERN, OTHER_IMPLS, by_id, for_impl
-from mutants.catalogue_vector import MUTANTS, VECTOR_IMPL
+from mutants.catalogue_blind_spots import VECTOR_MUTANTS as BLIND_SPOTS
+from mutants.catalogue_vector import MUTANTS as VECTOR_MUTANTS
+from mutants.catalogue_vector import VECTOR_IMPL
 from mutants.execute import RunOptions, pytest_command
 from mutants.run import selected
 from properties.impl import load
 
 ROOT = Path(__file__).resolve().parent.parent
+MUTANTS = (*VECTOR_MUTANTS, *BLIND_SPOTS)
 
 
 def test_the_vector_catalogue_is_registered_apart_from_the_default_one() -> None:
@@ -24,7 +27,7 @@ def test_the_vector_catalogue_is_registered_apart_from_the_default_one() -> None
     assert len(set(ids)) == len(ids), "duplicate mutant ids"
     assert for_impl(VECTOR_IMPL) == list(MUTANTS) == selected(None, impl=VECTOR_IMPL)[: len(MUTANTS)]
     assert by_id(MUTANTS[0].id) is MUTANTS[0]
-    assert callable(load(VECTOR_IMPL))
+    assert callable(load(VECTOR_IMPL).step)
 
 
 @pytest.mark.parametrize("m", MUTANTS, ids=[m.id for m in MUTANTS])

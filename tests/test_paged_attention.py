@@ -153,8 +153,10 @@ def test_the_gathered_entry_point_is_the_step_without_the_kernel() -> None:
     """`batched.vector_step_gathered` hands the suite a `VectorMtpModel` that never takes the paged
     kernel, with the fully batched step's call contract."""
     from batched import vector_step_gathered as gathered
-    from properties.impl import per_row_fast_greedy_calls, prepare_model
+    from properties.impl import load
 
-    model = prepare_model(gathered.step_mtp_bootstrap_vectorized_gathered, base_model("float32").clone())
+    impl = load("vector-gathered")
+    assert impl.step is gathered.step_mtp_bootstrap_vectorized_gathered
+    model = impl.prepare_model(base_model("float32").clone())
     assert isinstance(model, VectorMtpModel) and model.paged is False
-    assert not per_row_fast_greedy_calls("batched.vector_step_gathered:step_mtp_bootstrap_vectorized_gathered")
+    assert not impl.per_row_fast_greedy_calls

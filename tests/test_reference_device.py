@@ -15,6 +15,7 @@ from properties.call_checks import check_calls
 from properties.compare import check_equivalence
 from properties.fixed_sample import fixed_sample
 from properties.harness import run_side_by_side
+from properties.impl import plain
 from properties.run_config import ENV_REFERENCE_DEVICE, RunConfig, reference_device_for
 from properties.specs import ModelSpec, WorldSpec
 from properties.strategies import world_specs
@@ -97,7 +98,7 @@ def test_exact_numerics_refuse_a_cpu_reference_for_cuda(monkeypatch: pytest.Monk
 
 
 def check(spec: WorldSpec, impl=None) -> list[str]:  # type: ignore[no-untyped-def]
-    sbs = run_side_by_side(spec, impl)
+    sbs = run_side_by_side(spec, plain(impl) if impl is not None else None)
     assert sbs.ref.world.model.device == torch.device("cpu")
     assert sbs.impl.world.model.device == torch.device("cpu")  # brought back before the checks
     return [m.field for m in check_equivalence(sbs) + check_calls(sbs)]

@@ -15,10 +15,10 @@ import torch
 
 import batched.step
 from batched.batched_model import BatchedMtpModel
-from batched.step import step_mtp_bootstrap_batched
 from properties import numerics, replay_oracle
 from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
+from properties.impl import load
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from reference import sampling
 from reference.sample_step import sample_for_seq
@@ -125,14 +125,14 @@ def test_a_wrong_decision_fails_whatever_the_tolerance(
 ) -> None:
     monkeypatch.setitem(numerics.ROUNDING, dtype, 0.5)  # even a tolerance that forgives any rounding
     with_sampler(monkeypatch, sampler)
-    sbs = run_side_by_side(spec_for(dtype, **seq), step_mtp_bootstrap_batched)
+    sbs = run_side_by_side(spec_for(dtype, **seq), load("literal"))
     mismatches = check_equivalence(sbs)
     assert any("replayed" in m.field for m in mismatches), [m.field for m in mismatches]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_top_p_cut_off_by_one_fails(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
-    real = sampling._cut_scores
+    real = sampling.cut_scores
 
     def keeps_one_more(row, temperature, top_k, top_p, seq_id, position):
         out = real(row, temperature, top_k, top_p, seq_id, position)
@@ -145,13 +145,13 @@ def test_a_top_p_cut_off_by_one_fails(monkeypatch: pytest.MonkeyPatch, dtype: st
 
     def cut_wrong(model, a, row_logits, pen, verify_ctx) -> int:
         with monkeypatch.context() as m:
-            m.setattr(sampling, "_cut_scores", keeps_one_more)
+            m.setattr(sampling, "cut_scores", keeps_one_more)
             return sample_for_seq(model, a, row_logits, pen, verify_ctx)
 
     monkeypatch.setitem(numerics.ROUNDING, dtype, 0.5)
     with_sampler(monkeypatch, cut_wrong)
     # A cold row with a tight cut: keeping one token more changes the sampled token of two of its rows.
-    sbs = run_side_by_side(spec_for(dtype, top_p=0.3, temperature=0.5), step_mtp_bootstrap_batched)
+    sbs = run_side_by_side(spec_for(dtype, top_p=0.3, temperature=0.5), load("literal"))
     assert any("replayed" in m.field for m in check_equivalence(sbs))
 
 

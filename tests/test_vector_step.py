@@ -20,6 +20,7 @@ from batched.vector_step import PER_ROW_FAST_GREEDY_CALLS, step_mtp_bootstrap_ve
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
 from properties.harness import SideBySide, run_side_by_side
+from properties.impl import load
 from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.specs import FaultSpec, ModelSpec, StepSpec
@@ -41,7 +42,7 @@ def vector_calls(sbs: SideBySide) -> list:
 
 
 def run_vector(spec) -> SideBySide:
-    sbs = run_side_by_side(spec, step_mtp_bootstrap_vectorized)
+    sbs = run_side_by_side(spec, load("vector"))
     for name, check in (("equivalence", check_equivalence), ("calls", vector_calls), ("logs", check_logs)):
         found = check(sbs)
         assert not found, format_report(name, sbs, found)

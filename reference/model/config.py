@@ -24,9 +24,10 @@ NUMERICS = ("exact", "fast")
 EXACT_ALIGN = 8
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class ModelConfig:
-    """Everything that shapes the model. `validate()` names the first bad field in a ValueError."""
+    """Everything that shapes the model. `validate()` names the first bad field in a ValueError.
+    Frozen: a model's configuration is shared by its clones, and nothing may change it after build."""
 
     vocab_size: int = 320
     hidden: int = 64
@@ -57,6 +58,9 @@ class ModelConfig:
     rms_eps: float = 1e-6
     seed: int = 0
     init_scale: float = 1.0
+    # Token ids share embedding rows (the tied head's rows) in groups of this many consecutive ids, so
+    # their logits, and the drafter's, tie exactly: every argmax, top-k and top-p cut meets ties.
+    tie_group: int = 1
 
     def __post_init__(self) -> None:
         self.validate()
@@ -86,6 +90,7 @@ class ModelConfig:
             "max_drafts",
             "num_slots",
             "row_tile",
+            "tie_group",
         )
         for name in positive:
             if getattr(self, name) < 1:

@@ -59,7 +59,7 @@ class DrafterWeights:
     final_norm: torch.Tensor  # [hidden]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Weights:
     """All weights; immutable once built (worlds share them)."""
 
@@ -172,8 +172,9 @@ def init_weights(cfg: ModelConfig) -> Weights:
     """Weights drawn from `cfg.seed` (float64 on the CPU; cast and move with `Weights.to`).
 
     Linear weights are N(0, init_scale^2 / fan_in); norm weights 1 + N(0, 0.1^2); the embedding
-    N(0, (LOGIT_STD * init_scale)^2 / hidden). The SSM decay gate's weights are halved so
-    sigmoid(w_a x) stays mostly between 0.2 and 0.8: the state neither vanishes nor saturates."""
+    N(0, (LOGIT_STD * init_scale)^2 / hidden), each id's row that of the first id of its group of
+    `tie_group` (exact ties). The SSM decay gate's weights are halved so sigmoid(w_a x) stays mostly
+    between 0.2 and 0.8: the state neither vanishes nor saturates."""
     g = torch.Generator().manual_seed(cfg.seed)
     scale = float(cfg.init_scale)
 
@@ -185,7 +186,10 @@ def init_weights(cfg: ModelConfig) -> Weights:
             return x * (LOGIT_STD * scale / math.sqrt(shape[1]))
         return x * (scale / math.sqrt(shape[1])) * (0.5 if kind == "gate" else 1.0)
 
-    return _build(cfg, make)
+    w = _build(cfg, make)
+    if cfg.tie_group > 1:
+        w.embed = w.embed[torch.arange(cfg.vocab_size) // cfg.tie_group * cfg.tie_group].contiguous()
+    return w
 
 
 def build_weights(cfg: ModelConfig) -> Weights:

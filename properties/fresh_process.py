@@ -1,0 +1,58 @@
+"""Run examples in a process that has run no step yet.
+
+Behaviour that is per process (a notice once per process, a flag set by the first error, a cache that
+outlives a step) shows only in the first steps of a process; a test run reaches its first step in
+whichever test happens to come first, which may check nothing of it. Here each call runs its
+examples, in order and with every check, in a new process forked from a server that imported the
+suite and then nothing else ran (`multiprocessing`'s forkserver, started once per test process):
+the first example is the first step of a process, whatever ran in this one before.
+"""
+
+from __future__ import annotations
+
+import functools
+import multiprocessing
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.context import BaseContext
+
+from properties.specs import WorldSpec
+
+# What the server imports before it forks: the suite and the spec, never a step's state.
+PRELOAD = ["properties.harness", "properties.compare", "properties.call_checks", "properties.log_checks"]
+
+
+@functools.cache
+def _server() -> BaseContext:
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def run_fresh(specs: Sequence[WorldSpec], impl_name: str) -> list[str]:
+    """The report of every example of `specs` that fails any check (equivalence, calls, logs, the
+    state outside the world), run in order as the first steps of a new process."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=_server()) as pool:
+        return pool.submit(_run_all, tuple(specs), impl_name).result()
+
+
+def _run_all(specs: tuple[WorldSpec, ...], impl_name: str) -> list[str]:
+    from properties.call_checks import check_calls
+    from properties.compare import check_equivalence
+    from properties.harness import run_side_by_side
+    from properties.impl import load
+    from properties.log_checks import check_logs
+    from properties.report import format_report
+
+    impl = load(impl_name)
+    reports = []
+    for i, spec in enumerate(specs, start=1):
+        try:
+            sbs = run_side_by_side(spec, impl)
+        except AssertionError as e:  # the state outside the world: its report
+            reports.append(f"step {i} of a fresh process: {e}")
+            continue
+        found = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
+        if found:
+            reports.append(format_report(f"step {i} of a fresh process", sbs, found))
+    return reports

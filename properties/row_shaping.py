@@ -1,0 +1,120 @@
+"""The row-aware fields of a world's sequences (`SeqSpec.echo`, `eos_top`, `near_tie`), written from
+the logits each sequence's last token decodes to on a throw-away copy of the model.
+
+Random histories, EOS ids and sampling seeds almost never sit where a decision turns: a history
+token near the top of the row (so penalties move the token), an EOS id the row wants (so a hold
+moves it), two noisy candidates within a hair of each other or a top-p right on a cumulative
+boundary (so a small error in temperature, mass or penalties moves it). These fields put them
+there. Only sampling-side state changes: the world's caches and logits are untouched, and a row
+the model refuses to decode keeps what was drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import torch
+
+from properties.specs import SeqSpec, StepSpec
+from reference.eos_hold import eos_mask_ids
+from reference.errors import ModelError
+from reference.model.model import TinyMtpModel
+from reference.penalties import PositionKind, penalty_history_scope, penalty_params_for
+from reference.sampling import cut_scores, noise_bits, processed_row
+from reference.state import ActiveSeq
+
+FIRST_PLAIN_TOKEN = 3  # ids below are specials (EOS, tool-call end, reasoning end)
+SEED_CANDIDATES = 64  # sampling seeds a "noise" row chooses from
+NOISE_CANDIDATES = 256  # the best-scored tokens whose noise a seed is judged on
+SEED_STRIDE = 1_000_003
+TOP_P_RANKS = 8  # a "top_p" row's cut sits after one of its first ranks
+
+
+def shape_rows(model: TinyMtpModel, specs: tuple[SeqSpec, ...], active: list[ActiveSeq], step: StepSpec) -> None:
+    """Apply every sequence's `echo`, then `eos_top`, then `near_tie` (each reads what the one
+    before wrote: the history, then the EOS ids)."""
+    wanted = [(s, a) for s, a in zip(specs, active, strict=True) if s.echo or s.eos_top or s.near_tie]
+    if not wanted:
+        return
+    probe = model.clone()
+    for s, a in wanted:
+        seq = replace(a.seq, block_table=list(a.seq.block_table), draft_block_table=list(a.seq.draft_block_table))
+        try:
+            logits = probe.decode(a.last_token, seq).double()
+        except ModelError:
+            continue  # a bad row (the bad-input properties build them) keeps what was drawn
+        if s.echo and s.grammar is None:
+            echo(a, s.echo, logits)
+        if s.eos_top:
+            top = int(torch.argmax(logits))
+            a.eos_ids = tuple(dict.fromkeys((*a.eos_ids, top)))
+        if s.near_tie and a.temperature > 0.0:
+            near_tie(a, s.near_tie, s.token_seed, logits, step.min_reasoning_floor)
+
+
+def echo(a: ActiveSeq, positions: tuple[int, ...], logits: torch.Tensor) -> None:
+    """Write the row's top-ranked plain tokens (best first) into the history `positions` (those
+    before the last and not on the tool-call end)."""
+    end = a.output_tokens.index(a.tool_call_end_token) if a.tool_call_end_token in a.output_tokens else -1
+    at = [p for p in positions if p < len(a.output_tokens) - 1 and p != end]
+    if not at:
+        return
+    ranked = logits.float()
+    ranked[:FIRST_PLAIN_TOKEN] = -math.inf
+    for p, tok in zip(at, ranked.topk(len(at)).indices.tolist(), strict=True):
+        a.output_tokens[p] = tok
+
+
+def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, floor: int) -> None:
+    """Make `a`'s sampled decision turn on a hair: "noise" takes the sampling seed whose two best
+    noisy scores are closest; "top_p" sets top-p to the row's cumulative probability at a rank the
+    token seed picks (the reference keeps exactly the ranks up to it). Nothing changes where the row
+    has fewer than two candidates."""
+    pen = penalty_params_for(a, PositionKind.VERIFY, floor)
+    history = penalty_history_scope(a.output_tokens, a.tool_call_end_token)
+    try:
+        row = processed_row(logits, eos_mask_ids(a, len(a.output_tokens)), a.grammar_state, pen, history)
+    except ModelError:
+        return
+    position = len(a.output_tokens)
+    if kind == "top_p":
+        csum = cumulative_mass(row, a.temperature, a.top_k)
+        if csum.numel() >= 2:
+            p = float(csum[token_seed % min(csum.numel() - 1, TOP_P_RANKS)])
+            if 0.0 < p < 1.0:
+                a.top_p = p
+        return
+    if kind != "noise":
+        raise ValueError(f"SeqSpec.near_tie={kind!r}: expected '', 'noise' or 'top_p'")
+    scores = cut_scores(row, a.temperature, a.top_k, a.top_p, a.seq_id, position)
+    finite = int(torch.isfinite(scores).sum())
+    if finite < 2:
+        return
+    best = scores.topk(min(finite, NOISE_CANDIDATES))
+    seeds = [a.sampling_seed + i * SEED_STRIDE for i in range(SEED_CANDIDATES)]
+    margins = [gap(best.values + gumbel(seed, position, best.indices)) for seed in seeds]
+    a.sampling_seed = seeds[min(range(len(seeds)), key=margins.__getitem__)]
+
+
+def cumulative_mass(row: torch.Tensor, temperature: float, top_k: int) -> torch.Tensor:
+    """The cumulative probability of the row's candidates in rank order, over what top-k keeps, as
+    `reference.sampling.cut_scores` computes it for its top-p cut."""
+    order = torch.sort(row, descending=True, stable=True).indices
+    keep = int(torch.isfinite(row).sum())
+    if 0 < top_k < keep:
+        keep = top_k
+    scores = (row - row.max()) / temperature
+    return torch.cumsum(torch.softmax(scores[order[:keep]], dim=0), dim=0)
+
+
+def gumbel(seed: int, position: int, ids: torch.Tensor) -> torch.Tensor:
+    """The reference's Gumbel noise of token `ids` at (seed, position) (`reference.sampling`)."""
+    u = (noise_bits(seed, position, ids) * 2 + 1).to(torch.float64) * 2.0**-53
+    return -torch.log(-torch.log(u))
+
+
+def gap(noisy: torch.Tensor) -> float:
+    """The best noisy score's lead over the second."""
+    top2 = noisy.topk(2).values
+    return float(top2[0] - top2[1])

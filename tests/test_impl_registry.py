@@ -1,0 +1,69 @@
+"""The implementation under test is what `--impl` names: its preparation and call contract come from
+the module the name points at, never from the module where the step function was defined."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from batched.vector_model import VectorMtpModel
+from batched.vector_step import step_mtp_bootstrap_vectorized
+from properties.impl import DEFAULT_IMPL, REGISTRY, canonical, load, plain
+from properties.specs import ModelSpec
+from properties.world import base_model
+
+
+@pytest.fixture
+def outside_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """A module of an engine's own that imports the fully batched step and prepares its own model."""
+    (tmp_path / "their_engine.py").write_text(
+        textwrap.dedent(
+            """
+            from batched.vector_step import step_mtp_bootstrap_vectorized as step
+
+            PREPARED = []
+
+
+            def prepare_model(model):
+                PREPARED.append(model)
+                return model
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "their_engine"
+    sys.modules.pop("their_engine", None)
+
+
+def test_a_module_that_imports_a_step_is_run_on_its_own_preparation(outside_module: str) -> None:
+    impl = load(f"{outside_module}:step")
+    assert impl.step is step_mtp_bootstrap_vectorized
+    model = base_model(ModelSpec()).clone()
+    assert impl.prepare_model(model) is model, "the named module's prepare_model, not batched.vector_step's"
+    assert [model] == sys.modules[outside_module].PREPARED
+    assert impl.per_row_fast_greedy_calls, "the named module declares no contract: the loop's"
+
+
+def test_registry_names_resolve_to_their_modules() -> None:
+    assert canonical("literal") == DEFAULT_IMPL
+    vector = load("vector")
+    assert vector.step is step_mtp_bootstrap_vectorized and not vector.per_row_fast_greedy_calls
+    assert isinstance(vector.prepare_model(base_model(ModelSpec()).clone()), VectorMtpModel)
+    assert load(REGISTRY["vector"]).prepare is vector.prepare
+    assert plain(step_mtp_bootstrap_vectorized).prepare is None
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("vectorr", "expected one of literal, vector, vector-gathered"),
+        ("no_such_module:step", "cannot import module 'no_such_module'"),
+        ("batched.step:no_such_step", "has no callable 'no_such_step'"),
+    ],
+)
+def test_a_bad_name_is_a_clear_error(name: str, says: str) -> None:
+    with pytest.raises(ValueError, match=says):
+        load(name)

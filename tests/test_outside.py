@@ -1,0 +1,113 @@
+"""What a step changes outside its world fails every property that runs it, naming what changed:
+module state, the model's configuration and weights (put back), the global generators, the
+environment, the logger, the model object it was given."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import batched.step as literal
+from batched.step import step_mtp_bootstrap_batched
+from properties.harness import run_side_by_side
+from properties.impl import plain
+from properties.specs import SeqSpec, WorldSpec
+from properties.world import base_model
+from reference.telemetry import log
+
+SPEC = WorldSpec(seqs=(SeqSpec(slot_idx=0, ssm_slot=0), SeqSpec(slot_idx=1, ssm_slot=1)), bootstrap=(0, 1))
+
+
+def then(change: Callable[[Any], None]) -> Callable[..., None]:
+    """The default step, then `change(model)`."""
+
+    def step(model, active, sched, idxs, ladder_nd, verify_ctx) -> None:  # type: ignore[no-untyped-def]
+        step_mtp_bootstrap_batched(model, active, sched, idxs, ladder_nd, verify_ctx)
+        change(model)
+
+    return step
+
+
+def set_module_global(_: Any) -> None:
+    literal.FIRST_ERROR_SEEN = True  # type: ignore[attr-defined]
+
+
+def grow_module_list(_: Any) -> None:
+    literal.__dict__.setdefault("_SEEN", []).append(1)
+
+
+def set_class_attribute(_: Any) -> None:
+    type(base_model(SPEC.model)).cached_cap = 8  # type: ignore[attr-defined]
+
+
+def write_weights(model: Any) -> None:
+    model.weights.final_norm.mul_(2.0)
+
+
+def draw_global_rng(_: Any) -> None:
+    torch.rand(1)
+
+
+def set_environment(_: Any) -> None:
+    os.environ["MTP_STEP_WAS_HERE"] = "1"
+
+
+def quiet_logger(_: Any) -> None:
+    log.disabled = True
+
+
+CHANGES = {
+    "module batched.step global FIRST_ERROR_SEEN": set_module_global,
+    "module batched.step global _SEEN": grow_module_list,
+    "cached_cap": set_class_attribute,
+    "weight final_norm": write_weights,
+    "torch CPU random state": draw_global_rng,
+    "environment": set_environment,
+    "logger metrale.scheduler": quiet_logger,
+}
+
+
+@pytest.fixture(autouse=True)
+def undo() -> Any:
+    """Put back what the changes below change, so that no other test sees them."""
+    env, rng, cls = dict(os.environ), torch.get_rng_state(), type(base_model(SPEC.model))
+    yield
+    for name in ("FIRST_ERROR_SEEN", "_SEEN"):
+        literal.__dict__.pop(name, None)
+    if "cached_cap" in vars(cls):
+        delattr(cls, "cached_cap")
+    os.environ.clear()
+    os.environ.update(env)
+    torch.set_rng_state(rng)
+    log.disabled = False
+
+
+@pytest.mark.parametrize("what", CHANGES)
+def test_a_change_outside_the_world_fails_and_is_named(what: str) -> None:
+    weights = base_model(SPEC.model).weights.final_norm.clone()
+    with pytest.raises(AssertionError, match="outside the world") as failed:
+        run_side_by_side(SPEC, plain(then(CHANGES[what])))
+    assert what in str(failed.value)
+    assert torch.equal(base_model(SPEC.model).weights.final_norm, weights), "weights written are put back"
+
+
+def test_a_frozen_configuration_and_the_model_given_refuse_writes() -> None:
+    def raise_cap(model: Any) -> None:
+        model.cfg.mtp_propose_batch_max = 8
+
+    def set_attribute(model: Any) -> None:
+        model.holds = {}
+
+    for change, error in ((raise_cap, dataclasses.FrozenInstanceError), (set_attribute, AttributeError)):
+        sbs = run_side_by_side(SPEC, plain(then(change)))
+        assert isinstance(sbs.impl.error, error), sbs.impl.error
+
+
+def test_a_step_that_changes_nothing_outside_passes() -> None:
+    sbs = run_side_by_side(SPEC, plain(step_mtp_bootstrap_batched))
+    assert sbs.outside == [] and sbs.impl.error is None

@@ -1,0 +1,54 @@
+"""The row-aware fields of a world's sequences put decisions where they turn: an EOS the row wants, a
+sampling seed whose two best noisy scores are closest, a top-p exactly on a cumulative boundary; and
+tied weights give exact ties in every row."""
+
+from __future__ import annotations
+
+import torch
+
+from properties.row_shaping import cumulative_mass, gap, gumbel
+from properties.specs import ModelSpec, SeqSpec, WorldSpec
+from properties.world import base_model, build_world
+from reference.penalties import PenaltyParams
+from reference.sampling import cut_scores, processed_row
+
+
+def world(**seq: object):  # type: ignore[no-untyped-def]
+    spec = WorldSpec(seqs=(SeqSpec(slot_idx=0, token_seed=5, **seq),), bootstrap=(0,))  # type: ignore[arg-type]
+    plain = build_world(WorldSpec(seqs=(SeqSpec(slot_idx=0, token_seed=5),), bootstrap=(0,)))
+    a = plain.active[0]
+    logits = plain.model.clone().decode(a.last_token, a.seq).double()
+    return build_world(spec).active[0], a, logits
+
+
+def test_eos_top_makes_the_rows_own_top_token_an_eos_id() -> None:
+    shaped, plain, logits = world(eos_top=True)
+    assert shaped.eos_ids == (*plain.eos_ids, int(logits.argmax()))
+
+
+def test_near_tie_noise_takes_the_seed_with_the_smallest_lead() -> None:
+    shaped, plain, logits = world(temperature=0.7, near_tie="noise")
+    row = processed_row(logits, (), None, PenaltyParams(), [])
+    scores = cut_scores(row, 0.7, 0, 1.0, 0, len(plain.output_tokens))
+    ids = torch.arange(row.shape[0])
+    lead = gap(scores + gumbel(shaped.sampling_seed, len(plain.output_tokens), ids))
+    drawn = gap(scores + gumbel(plain.sampling_seed, len(plain.output_tokens), ids))
+    assert shaped.sampling_seed != plain.sampling_seed and lead < drawn / 4
+
+
+def test_near_tie_top_p_sits_exactly_on_a_cumulative_boundary() -> None:
+    shaped, _, logits = world(temperature=1.3, top_k=40, near_tie="top_p")
+    csum = cumulative_mass(processed_row(logits, (), None, PenaltyParams(), []), 1.3, 40)
+    assert 0.0 < shaped.top_p < 1.0 and shaped.top_p in csum.tolist()
+
+
+def test_tied_weights_tie_every_row_exactly() -> None:
+    model = base_model(ModelSpec(tie_group=3, vocab_size=600)).clone()
+    x = torch.randn(4, model.cfg.hidden, dtype=torch.float64)
+    logits = model.head(x)
+    assert torch.equal(logits[:, 0::3], logits[:, 1::3]) and torch.equal(logits[:, 0::3], logits[:, 2::3])
+
+
+def test_a_greedy_row_is_left_as_drawn() -> None:
+    shaped, plain, _ = world(near_tie="noise")
+    assert shaped.sampling_seed == plain.sampling_seed and shaped.top_p == plain.top_p
