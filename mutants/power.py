@@ -2,7 +2,8 @@
 (temperature, top-p mass, repetition, frequency and presence penalties) and each property, the
 smallest error size the property detects under a profile (`ci`: what a user's run does).
 
-    python -m mutants.power [--profile ci] [--jobs N] [--root DIR] [--json OUT] [--markdown OUT]
+    python -m mutants.power [--profile ci] [--jobs N] [--root DIR] [--kinds K ...] [--props P ...]
+                            [--json OUT] [--markdown OUT]
 
 An error of size eps is a mutant of the default implementation that samples each row with that
 parameter off by eps (relative, or absolute for the top-p mass) and nothing else. For each (kind,
@@ -32,7 +33,7 @@ STEP = "batched/step.py"
 SAMPLE = "tok = sample_for_seq(model, a, row_logits, pen[j], verify_ctx)"
 ADAPTIVE = "from reference.adaptive_spec import"
 IMPORT = (ADAPTIVE, "from dataclasses import replace\n\n" + ADAPTIVE)
-GRID = (0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
+GRID = (0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, 1e-4, 1e-5, 1e-6)
 # Each kind: what it gets wrong, and the sampling call with the error of size EPS in it.
 KINDS: dict[str, tuple[str, str]] = {
     "temperature": (
@@ -119,8 +120,9 @@ def smallest(points: list[Point], kind: str, prop: str) -> Point | None:
 
 
 def table(points: list[Point], profile: str) -> str:
-    """The markdown table: per kind, each property's smallest size killed (example that killed it)."""
-    props = list(PROPERTIES)
+    """The markdown table: per kind measured, each property measured's smallest size killed (and the
+    example that killed it)."""
+    props = [p for p in PROPERTIES if any(pt.prop == p for pt in points)]
     lines = [
         f"Smallest error detected (profile `{profile}`; sizes tried: {', '.join(f'{e:g}' for e in GRID)}):",
         "",
@@ -128,6 +130,8 @@ def table(points: list[Point], profile: str) -> str:
         "|---|" + "---|" * len(props),
     ]
     for kind, (what, _) in KINDS.items():
+        if not any(pt.kind == kind for pt in points):
+            continue
         cells = []
         for prop in props:
             p = smallest(points, kind, prop)
@@ -143,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--root", type=Path, default=ROOT, help="the project whose suite is measured")
     p.add_argument("--max-n", type=int, default=None)
     p.add_argument("--timeout", type=float, default=900.0)
+    p.add_argument("--kinds", nargs="+", choices=tuple(KINDS), default=tuple(KINDS), help="errors to measure")
+    p.add_argument("--props", nargs="+", choices=tuple(PROPERTIES), default=tuple(PROPERTIES), help="properties")
     p.add_argument("--json", type=Path)
     p.add_argument("--markdown", type=Path)
     args = p.parse_args(argv)
@@ -150,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     suite = suite_tests(args.root)
     work = [
         (kind, prop, [t for t in suite if t.nodeid.startswith(path + "::")])
-        for kind in KINDS
+        for kind in args.kinds
         for prop, path in PROPERTIES.items()
+        if prop in args.props
     ]
     # One snapshot of the project for every run, so that editing the tree meanwhile changes nothing.
     with tempfile.TemporaryDirectory(prefix="power-snapshot-") as tmp, ThreadPoolExecutor(args.jobs) as pool:

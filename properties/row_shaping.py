@@ -33,7 +33,8 @@ TOP_P_RANKS = 8  # a "top_p" row's cut sits after one of its first ranks
 
 def shape_rows(model: TinyMtpModel, specs: tuple[SeqSpec, ...], active: list[ActiveSeq], step: StepSpec) -> None:
     """Apply every sequence's `echo`, then `eos_top`, then `near_tie` (each reads what the one
-    before wrote: the history, then the EOS ids)."""
+    before wrote: the history, then the EOS ids). A "penalty" near tie applies to any row with a
+    penalty; the others to sampled rows."""
     wanted = [(s, a) for s, a in zip(specs, active, strict=True) if s.echo or s.eos_top or s.near_tie]
     if not wanted:
         return
@@ -49,7 +50,9 @@ def shape_rows(model: TinyMtpModel, specs: tuple[SeqSpec, ...], active: list[Act
         if s.eos_top:
             top = int(torch.argmax(logits))
             a.eos_ids = tuple(dict.fromkeys((*a.eos_ids, top)))
-        if s.near_tie and a.temperature > 0.0:
+        if s.near_tie == "penalty":
+            penalty_tie(a, logits, step.min_reasoning_floor)
+        elif s.near_tie and a.temperature > 0.0:
             near_tie(a, s.near_tie, s.token_seed, logits, step.min_reasoning_floor)
 
 
@@ -95,6 +98,50 @@ def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, flo
     seeds = [a.sampling_seed + i * SEED_STRIDE for i in range(SEED_CANDIDATES)]
     margins = [gap(best.values + gumbel(seed, position, best.indices)) for seed in seeds]
     a.sampling_seed = seeds[min(range(len(seeds)), key=margins.__getitem__)]
+
+
+# The penalty a "penalty" row is set on, in order of preference, and its neutral value.
+PENALTIES = (("frequency_penalty", 0.0), ("presence_penalty", 0.0), ("repetition_penalty", 1.0))
+BISECTIONS = 80
+
+
+def penalty_tie(a: ActiveSeq, logits: torch.Tensor, floor: int) -> None:
+    """Set the first active penalty of `a` (frequency, else presence, else repetition) to the value
+    at which its best penalised history token leads the best other token by a hair: any error in
+    that penalty turns the row's greedy token. Nothing changes where no penalty is active or no
+    history token leads the row without that penalty."""
+    name = next((n for n, neutral in PENALTIES if getattr(a, n) != neutral), None)
+    if name is None:
+        return
+    neutral = dict(PENALTIES)[name]
+    history = penalty_history_scope(a.output_tokens, a.tool_call_end_token)
+    seen = torch.zeros(logits.shape[0], dtype=torch.bool)
+    seen[list(set(history))] = True
+    eos = eos_mask_ids(a, len(a.output_tokens))
+
+    def lead(x: float) -> float:
+        """The best history token's processed score over the best other token's, the penalty at x."""
+        setattr(a, name, x)
+        pen = penalty_params_for(a, PositionKind.VERIFY, floor)
+        try:
+            row = processed_row(logits, eos, a.grammar_state, pen, history)
+        except ModelError:
+            return -math.inf
+        return float(row[seen].max() - row[~seen].max())
+
+    drawn = getattr(a, name)
+    if not seen.any() or seen.all() or not lead(neutral) > 0.0:
+        setattr(a, name, drawn)
+        return
+    lo, hi = neutral, neutral + 1.0
+    while lead(hi) > 0.0 and hi < 1e6:  # the lead falls as the penalty grows
+        lo, hi = hi, neutral + 2 * (hi - neutral)
+    for _ in range(BISECTIONS):
+        mid = (lo + hi) / 2
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if lead(mid) > 0.0 else (lo, mid)
+    setattr(a, name, lo if lead(lo) > 0.0 else drawn)
 
 
 def cumulative_mass(row: torch.Tensor, temperature: float, top_k: int) -> torch.Tensor:

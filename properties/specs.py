@@ -91,9 +91,10 @@ class SeqSpec:
     # The row's own top-ranked next token is also one of its EOS ids: a hold on this row changes its
     # token, and an unheld row ends with it.
     eos_top: bool = False
-    # A sampled row's decision made as sensitive as the world allows: "noise" picks, of 64 sampling
-    # seeds, the one whose two best noisy scores are closest; "top_p" sets top-p to exactly the row's
-    # cumulative probability at a rank the token seed picks, so the cut sits on a boundary.
+    # A row's decision made as sensitive as the world allows (`properties.row_shaping`): for a sampled
+    # row "noise" picks, of 64 sampling seeds, the one whose two best noisy scores are closest, and
+    # "top_p" sets top-p to exactly the row's cumulative probability at a rank the token seed picks;
+    # for a penalised row "penalty" sets its penalty where the best history token leads by a hair.
     near_tie: str = ""
 
 

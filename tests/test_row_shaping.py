@@ -14,8 +14,10 @@ from reference.sampling import cut_scores, processed_row
 
 
 def world(**seq: object):  # type: ignore[no-untyped-def]
+    """The sequence `seq` describes, shaped; the same unshaped (no `eos_top`, `near_tie`); its logits."""
     spec = WorldSpec(seqs=(SeqSpec(slot_idx=0, token_seed=5, **seq),), bootstrap=(0,))  # type: ignore[arg-type]
-    plain = build_world(WorldSpec(seqs=(SeqSpec(slot_idx=0, token_seed=5),), bootstrap=(0,)))
+    unshaped = {k: v for k, v in seq.items() if k not in ("eos_top", "near_tie")}
+    plain = build_world(WorldSpec(seqs=(SeqSpec(slot_idx=0, token_seed=5, **unshaped),), bootstrap=(0,)))  # type: ignore[arg-type]
     a = plain.active[0]
     logits = plain.model.clone().decode(a.last_token, a.seq).double()
     return build_world(spec).active[0], a, logits
@@ -52,3 +54,17 @@ def test_tied_weights_tie_every_row_exactly() -> None:
 def test_a_greedy_row_is_left_as_drawn() -> None:
     shaped, plain, _ = world(near_tie="noise")
     assert shaped.sampling_seed == plain.sampling_seed and shaped.top_p == plain.top_p
+
+
+def test_near_tie_penalty_sets_the_penalty_where_a_history_token_leads_by_a_hair() -> None:
+    shaped, _, logits = world(n_out=6, frequency=0.5, echo=(0, 1), near_tie="penalty")
+    history = list(shaped.output_tokens)
+    seen = torch.zeros(logits.shape[0], dtype=torch.bool)
+    seen[history] = True
+
+    def lead(f: float) -> float:
+        row = processed_row(logits, (), None, PenaltyParams(frequency=f), history)
+        return float(row[seen].max() - row[~seen].max())
+
+    f = shaped.frequency_penalty
+    assert f != 0.5 and lead(f) > 0 and lead(f * 1.001) < 0 < lead(f * 0.999)
