@@ -20,6 +20,7 @@ import torch
 from benchmarks.p1_specs import p1_run_config, p1_specs
 from properties.compare import check_equivalence
 from properties.harness import run_side_by_side
+from properties.impl import load
 from properties.specs import WorldSpec
 
 ENV_P1_ROUNDS = "MTP_BENCH_P1_ROUNDS"
@@ -29,7 +30,7 @@ def check_all(specs: tuple[WorldSpec, ...]) -> int:
     """Run P1 on every spec; returns the number of examples that showed a mismatch."""
     failures = 0
     for spec in specs:
-        sbs = run_side_by_side(spec)
+        sbs = run_side_by_side(spec, load())
         failures += bool(check_equivalence(sbs))
     return failures
 

@@ -21,12 +21,12 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from nightly.mps import cuda_mps
-from properties.run_config import reference_device_for
+from properties.config import reference_device_for
+from properties.gpu import cuda_mps
 
 ENV_WORKERS = "MTP_BENCH_HOST_WORKERS"
 ENV_EXAMPLES = "MTP_BENCH_HOST_EXAMPLES"
-ENV_MPS = "MTP_BENCH_HOST_MPS"  # 1: the workers share each GPU through CUDA MPS (`nightly.mps`)
+ENV_MPS = "MTP_BENCH_HOST_MPS"  # 1: the workers share each GPU through CUDA MPS (`properties.gpu`)
 ENV_SECONDS = "MTP_BENCH_HOST_SECONDS"  # > 0: count the examples finished within a window this long
 
 
@@ -59,7 +59,11 @@ def host_config_from_env(device: str = "cuda") -> HostConfig:
         max_n=int(os.environ.get("MTP_VERIFY_MAX_N") or 64),
         workers=int(os.environ.get(ENV_WORKERS) or os.cpu_count() or 1),
         examples=int(os.environ.get(ENV_EXAMPLES) or 20),
-        reference_device=reference_device_for(device, os.environ.get("MTP_VERIFY_NUMERICS") or "fast"),
+        reference_device=reference_device_for(
+            device,
+            os.environ.get("MTP_VERIFY_NUMERICS") or "fast",
+            os.environ.get("MTP_VERIFY_REFERENCE_DEVICE") or "same",
+        ),
         mps=os.environ.get(ENV_MPS) == "1",
         seconds=float(os.environ.get(ENV_SECONDS) or 0),
     )
@@ -120,7 +124,7 @@ def worker(index: int, cfg: HostConfig, start: Any, results: Any) -> None:
 
     torch.set_num_threads(1)
     from benchmarks.bench_p1_throughput import check_all
-    from properties.run_config import RunConfig
+    from properties.config import RunConfig
 
     device = worker_device(cfg.device, index)
     if device.startswith("cuda"):

@@ -9,10 +9,9 @@ under a derandomized profile, and it follows the strategies whenever they change
 from __future__ import annotations
 
 import functools
-import os
 
+from properties.config import RunConfig
 from properties.fixed_sample import fixed_sample
-from properties.run_config import ENV_MAX_N, RunConfig
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
 
@@ -22,12 +21,9 @@ CPU_EXACT_DTYPES = ("float64", "float32")
 
 
 def p1_run_config() -> RunConfig:
-    """The run configuration of the throughput measurement: CPU and exact numerics whatever device
-    the session runs on, the run's largest mix (`MTP_VERIFY_MAX_N`) capped at 8."""
-    max_n = int(os.environ.get(ENV_MAX_N) or P1_MAX_N)
-    if max_n < 1:
-        raise ValueError(f"{ENV_MAX_N}={max_n}: expected a positive integer")
-    return RunConfig("cpu", "exact", CPU_EXACT_DTYPES, min(max_n, P1_MAX_N))
+    """The run configuration of the throughput measurement: CPU and exact numerics at mixes of up to
+    8, whatever device the session runs on."""
+    return RunConfig("cpu", "exact", CPU_EXACT_DTYPES, P1_MAX_N)
 
 
 @functools.lru_cache(maxsize=4)

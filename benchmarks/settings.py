@@ -164,5 +164,5 @@ def settings_from_config(config: Any) -> BenchSettings:
     """The session's settings from a pytest config: `--device` and the `--bench-*` options, each
     falling back to its environment variable."""
     options = {key: config.getoption(f"bench_{key}", default=None) for key in OPTIONS}
-    options["device"] = config.getoption("device", default=None)
+    options["device"] = config.getoption("mtp_device", default=None)
     return resolve(options)

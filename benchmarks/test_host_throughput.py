@@ -8,7 +8,7 @@ import time
 import pytest
 
 from benchmarks.host_throughput import HostConfig, check_until, draw_specs, measure
-from properties.run_config import RunConfig
+from properties.config import RunConfig
 
 
 def test_each_worker_draws_its_own_examples() -> None:

@@ -55,21 +55,19 @@ def enclosing(file: str, snippet: str, root: Path = ROOT) -> str:
 def sample_specs(count: int) -> list[Any]:
     """A fixed sample of the worlds the side-by-side properties draw: general mixes with and without
     faults, and the worlds aimed at groups, the argmax path, proposing mixes and the meta stride."""
+    from properties.aimed_worlds import greedy_worlds, group_worlds, proposing_worlds, stride_worlds
+    from properties.config import RunConfig
     from properties.fixed_sample import fixed_sample
-    from properties.run_config import current
     from properties.strategies import world_specs
-    from properties.test_p3_meta_stride import stride_worlds
-    from properties.test_p3_proposing import group_worlds, proposing_worlds
-    from properties.test_p4_argmax_faults import greedy_worlds
 
-    run = current()
+    run = RunConfig()  # the CPU in exact numerics: which code runs does not depend on the numerics
     strategies = (
         world_specs(run),
         world_specs(run, faults=True),
-        group_worlds(),
-        proposing_worlds(),
-        greedy_worlds(),
-        stride_worlds(),
+        group_worlds(run),
+        proposing_worlds(run),
+        greedy_worlds(run),
+        stride_worlds(run),
     )
     return [spec for s in strategies for spec in fixed_sample(s, count)]
 

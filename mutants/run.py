@@ -30,7 +30,7 @@ from mutants.reach import applies, reached_by
 from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
 from mutants.subset import cover
-from nightly.mps import MpsError, cuda_mps
+from properties.gpu import MpsError, cuda_mps
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"
@@ -71,7 +71,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument(
-        "--mps", action="store_true", help="with --device cuda: the jobs share each GPU through CUDA MPS (nightly.mps)"
+        "--mps",
+        action="store_true",
+        help="with --device cuda: the jobs share each GPU through CUDA MPS (properties.gpu)",
     )
     p.add_argument(
         "--impl",
@@ -235,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     # Every run starts from one snapshot of the project, so that editing the tree while the runner
     # works cannot mix two versions of the suite into one table.
     try:
-        with tempfile.TemporaryDirectory(prefix="mutants-snapshot-") as tmp, (
-            cuda_mps() if args.mps else contextlib.nullcontext()
+        with (
+            tempfile.TemporaryDirectory(prefix="mutants-snapshot-") as tmp,
+            cuda_mps() if args.mps else contextlib.nullcontext(),
         ):
             snapshot = Path(tmp) / "project"
             copy_project(ROOT, snapshot)

@@ -33,8 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from nightly import outputs, records
-from nightly.database import describe, is_redis_url
-from nightly.mps import MpsError, cuda_mps
 from nightly.rounds import (
     CALIBRATION_EXAMPLES,
     Plan,
@@ -51,6 +49,8 @@ from nightly.rounds import (
 from nightly.runner import Job, run_round
 from nightly.shard import SHARD_BY, parse_shard
 from nightly.totals import OUTCOME_ORDER, RoundInfo, Totals
+from properties.databases import describe, is_redis_url
+from properties.gpu import MpsError, cuda_mps
 
 FAILED_TO_RUN = (2, 3, 4, 5)  # pytest: interrupted, internal error, usage error, no tests collected
 DEFAULT_DB_DIR = Path(".hypothesis") / "nightly"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from nightly.workers import worker_index
+from properties.gpu import worker_index
 
 SHARE_SKIP = "nightly: not this worker's share"
 ENV_WORKER = "PYTEST_XDIST_WORKER"

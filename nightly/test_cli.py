@@ -67,7 +67,7 @@ CRASHING_TESTS = """
 
     from hypothesis import given, settings, strategies as st
 
-    from nightly.database import nightly_database
+    from properties.databases import nightly_database
 
     DB = nightly_database(os.environ["MTP_VERIFY_DB"], Path(os.environ["MTP_VERIFY_DB_DIR"]))
     FOUND = Path(__file__).with_name("found")

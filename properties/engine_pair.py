@@ -31,6 +31,7 @@ import traceback
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,6 +39,7 @@ import torch
 from batched.batched_model import BatchedMtpModel
 from batched.gate import can_batch_bootstrap
 from properties.call_checks import check_calls
+from properties.config import DEFAULT_REPLAYS
 from properties.faults import BAD_ROWS, Call, FaultyModel
 from properties.generation_checks import StepView, check_resources, check_solo, compare_engines, solo_rows
 from properties.generation_oracle import (
@@ -66,7 +68,7 @@ from properties.harness import (
     run_guarded,
     run_step,
 )
-from properties.impl import Impl, load
+from properties.impl import Impl
 from properties.log_checks import check_logs
 from properties.mismatch import Mismatch
 from properties.numerics import rounding
@@ -171,9 +173,10 @@ def clone_engine(e: Engine) -> Engine:
 class EnginePair:
     """The two engines of `spec`, the script of what was done to them, and the checks' state."""
 
-    def __init__(self, spec: GenerationSpec, impl: Impl | None = None) -> None:
+    def __init__(self, spec: GenerationSpec, impl: Impl, replays: Path = DEFAULT_REPLAYS) -> None:
         self.spec = spec
-        self.impl = impl or load()
+        self.impl = impl
+        self.replays = replays
         base = base_model(spec)
         self.cfg = base.cfg
         self.weights = base.weights
@@ -410,7 +413,15 @@ class EnginePair:
             rnd.decisions = sum(1 for r in log.records if r.key.kind == "token")
             new_boot, new_verify, refused = [], [], []
             if boot is not None and rnd.side is not None and rnd.before is not None:
-                rnd.sbs = SideBySide(self.spec, rnd.before, rnd.side, boot, rnd.translation, self.impl)  # type: ignore[arg-type]
+                rnd.sbs = SideBySide(
+                    self.spec,  # type: ignore[arg-type]
+                    rnd.before,
+                    rnd.side,
+                    boot,
+                    rnd.translation,
+                    self.impl,
+                    replay_dir=self.replays,
+                )
                 rnd.decisions += decisions(rnd.sbs)
                 rnd.sbs.plan = plan_of(rnd.sbs)
                 settled = translate(boot.model.calls, self._impl_env, rnd.sbs.plan, boot.model.rows)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing.context import BaseContext
 
+from properties.config import RunConfig
 from properties.specs import WorldSpec
 
 # What the server imports before it forks: the suite and the spec, never a step's state.
@@ -29,26 +30,25 @@ def _server() -> BaseContext:
     return ctx
 
 
-def run_fresh(specs: Sequence[WorldSpec], impl_name: str) -> list[str]:
+def run_fresh(specs: Sequence[WorldSpec], run: RunConfig) -> list[str]:
     """The report of every example of `specs` that fails any check (equivalence, calls, logs, the
     state outside the world), run in order as the first steps of a new process."""
     with ProcessPoolExecutor(max_workers=1, mp_context=_server()) as pool:
-        return pool.submit(_run_all, tuple(specs), impl_name).result()
+        return pool.submit(_run_all, tuple(specs), run).result()
 
 
-def _run_all(specs: tuple[WorldSpec, ...], impl_name: str) -> list[str]:
+def _run_all(specs: tuple[WorldSpec, ...], run: RunConfig) -> list[str]:
     from properties.call_checks import check_calls
     from properties.compare import check_equivalence
     from properties.harness import run_side_by_side
-    from properties.impl import load
     from properties.log_checks import check_logs
     from properties.report import format_report
 
-    impl = load(impl_name)
+    impl = run.impl
     reports = []
     for i, spec in enumerate(specs, start=1):
         try:
-            sbs = run_side_by_side(spec, impl)
+            sbs = run_side_by_side(spec, impl, run.replays)
         except AssertionError as e:  # the state outside the world: its report
             reports.append(f"step {i} of a fresh process: {e}")
             continue

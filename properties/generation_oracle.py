@@ -31,7 +31,6 @@ from typing import Any
 import torch
 
 from properties import counters
-from properties.forced_budget import budget
 from properties.forced_budget import over_budget as budget_exceeded
 from properties.mismatch import Mismatch
 from properties.numerics import differing, rounding, row_difference
@@ -93,21 +92,21 @@ class ForcedTally:
             counters.largest_near_tie[test] = max(counters.largest_near_tie.get(test, 0.0), largest)
 
 
-def budget_text(tallies: list[ForcedTally]) -> str:
+def budget_text(tallies: list[ForcedTally], budget: float) -> str:
     """The forced decisions of `tallies` against the budget, one line each (both margins, the row
     difference and what it explains)."""
     forced = [f for t in tallies for f in t.forced]
     decisions = sum(t.decisions for t in tallies)
     lines = [
         f"{len(forced)} of {decisions} decisions forced ({100 * len(forced) / max(decisions, 1):.2f} %; "
-        f"budget {budget():.0%}, at least one allowed)"
+        f"budget {budget:.0%}, at least one allowed)"
     ]
     return "\n".join(lines + [f"  {f.text()}" for f in forced])
 
 
-def over_budget(tallies: list[ForcedTally]) -> str | None:
-    """Why the forced decisions of `tallies` are over the near-tie budget, or None."""
-    return budget_exceeded(sum(len(t.forced) for t in tallies), sum(t.decisions for t in tallies), budget())
+def over_budget(tallies: list[ForcedTally], budget: float) -> str | None:
+    """Why the forced decisions of `tallies` are over the near-tie budget `budget`, or None."""
+    return budget_exceeded(sum(len(t.forced) for t in tallies), sum(t.decisions for t in tallies), budget)
 
 
 class _FirstRun:

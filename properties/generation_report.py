@@ -14,18 +14,18 @@ from properties.report import replay_command as report_replay_command
 from properties.specs import changed_fields
 
 
-def save_script(script: Script) -> Path:
-    """Write the script as JSON under the replay folder; the file name is its content hash."""
-    return save_json(script.to_json(), "generation-")
+def save_script(script: Script, folder: Path) -> Path:
+    """Write the script as JSON under `folder`; the file name is its content hash."""
+    return save_json(script.to_json(), folder, "generation-")
 
 
-def replay_command(path: Path) -> str:
-    return report_replay_command(path, "properties.replay_generation")
+def replay_command(path: Path, impl: str) -> str:
+    return report_replay_command(path, impl, "properties.replay_generation")
 
 
 def format_generation_report(title: str, pair: EnginePair, mismatches: list[Mismatch]) -> str:
     """The report for a failing script: `pair.script` ends with the action that failed."""
-    path = save_script(pair.script)
+    path = save_script(pair.script, pair.replays)
     spec = pair.spec
     lines = [
         f"{title}: {len(mismatches)} difference(s) at engine step {pair.stats.steps} "
@@ -50,7 +50,7 @@ def format_generation_report(title: str, pair: EnginePair, mismatches: list[Mism
         f"so far: {s.steps} steps ({s.batched_bootstraps} batched bootstraps), {s.generations} requests finished, "
         f"{s.faults_fired} faults fired, D1 entries open: {sorted(pair.open_d1)}",
         "",
-        f"replay: {replay_command(path)}",
+        f"replay: {replay_command(path, pair.impl.name)}",
         f"promote: python -m properties.promote_generation {path} --name NAME --note 'what it caught'",
     ]
     return "\n".join(lines)

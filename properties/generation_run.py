@@ -4,7 +4,9 @@ action whose checks find a difference."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from properties.config import DEFAULT_REPLAYS
 from properties.engine_pair import EnginePair
 from properties.generation_spec import Action, Script
 from properties.impl import Impl
@@ -38,9 +40,9 @@ def apply_action(pair: EnginePair, action: Action) -> list[Mismatch]:
     raise ValueError(f"unknown script action {action!r}")
 
 
-def run_script(script: Script, impl: Impl | None = None) -> ScriptRun:
-    """Replay `script` against `impl` (default: the selected implementation)."""
-    run = ScriptRun(EnginePair(script.spec, impl))
+def run_script(script: Script, impl: Impl, replays: Path = DEFAULT_REPLAYS) -> ScriptRun:
+    """Replay `script` against `impl`; a failure's replay goes under `replays`."""
+    run = ScriptRun(EnginePair(script.spec, impl, replays))
     for i, action in enumerate(script.actions):
         found = apply_action(run.pair, action)
         if found:

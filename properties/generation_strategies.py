@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from properties.config import RunConfig
 from properties.faults import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.generation_spec import GenerationSpec, RequestSpec
-from properties.run_config import RunConfig
 from properties.specs import FaultSpec, ModelSpec, StepSpec
 from properties.strategies import in_place_edits
 

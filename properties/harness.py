@@ -20,14 +20,16 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from properties import counters, outside
 from properties.call_plan import Plan, expected_plan
+from properties.config import DEFAULT_REPLAYS
 from properties.faults import FaultyModel
-from properties.impl import Impl, load
+from properties.impl import Impl
 from properties.mismatch import Mismatch
 from properties.replay_oracle import ForcedDecision, Replay, next_forced
 from properties.report import format_report
@@ -74,6 +76,7 @@ class SideBySide:
     replays: dict[int, Replay] = field(default_factory=dict)  # by slot: the reference semantics on its rows
     rounds: int = 1  # reference runs
     outside: list[Mismatch] = field(default_factory=list)  # what the step changed outside its world
+    replay_dir: Path = DEFAULT_REPLAYS  # where a failure's replay file goes
 
 
 def run_guarded(
@@ -174,10 +177,10 @@ def plan_of(sbs: SideBySide) -> Plan:
     )
 
 
-def run_side_by_side(spec: WorldSpec, impl: Impl | None = None) -> SideBySide:
-    """Both runs of `spec`; `impl` defaults to the selected implementation (`--impl`). Raises
-    AssertionError, with the report, when the implementation changed anything outside its world."""
-    impl = impl or load()
+def run_side_by_side(spec: WorldSpec, impl: Impl, replays: Path = DEFAULT_REPLAYS) -> SideBySide:
+    """Both runs of `spec`, `impl` the implementation under test; a failure's replay goes under
+    `replays`. Raises AssertionError, with the report, when the implementation changed anything
+    outside its world."""
     ref_device = spec.model.ref_device
     base = build_world(spec, ref_device)
     before = base.clone()
@@ -193,7 +196,8 @@ def run_side_by_side(spec: WorldSpec, impl: Impl | None = None) -> SideBySide:
     env = envelope(before)
     calls = impl_side.model.calls
     tr = translate(calls, env)
-    out = SideBySide(spec, before, run_reference(base, tr, {}, masked), impl_side, tr, impl, outside=changed)
+    ref = run_reference(base, tr, {}, masked)
+    out = SideBySide(spec, before, ref, impl_side, tr, impl, outside=changed, replay_dir=replays)
     fast = spec.model.numerics != "exact"
     for _ in range(MAX_ROUNDS):
         out.plan = plan_of(out)

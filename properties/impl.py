@@ -15,7 +15,6 @@ of its own is run on its own preparation. What a module may say:
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import ModuleType
@@ -28,9 +27,6 @@ REGISTRY: dict[str, str] = {
     "vector-gathered": "batched.vector_step_gathered:step_mtp_bootstrap_vectorized_gathered",
 }
 DEFAULT_IMPL = REGISTRY["literal"]
-ENV_IMPL = "MTP_VERIFY_IMPL"
-
-_selected: str | None = None
 
 
 @dataclass(slots=True, frozen=True)
@@ -53,16 +49,6 @@ class Impl:
         return replace(self, step=step)
 
 
-def select(spec: str | None) -> None:
-    """Set the implementation for this process (the `--impl` option)."""
-    global _selected
-    _selected = spec
-
-
-def current_name() -> str:
-    return _selected or os.environ.get(ENV_IMPL) or DEFAULT_IMPL
-
-
 def canonical(name: str) -> str:
     """`module:function` for a registry name, else `name` itself."""
     return REGISTRY.get(name, name)
@@ -75,9 +61,8 @@ def _module(spec: str, module_name: str) -> ModuleType:
         raise ValueError(f"--impl {spec!r}: cannot import module {module_name!r}: {e}") from e
 
 
-def load(name: str | None = None) -> Impl:
-    """The implementation `name` (default: the selected one); a ValueError names what was wrong."""
-    name = name or current_name()
+def load(name: str = DEFAULT_IMPL) -> Impl:
+    """The implementation `name`; a ValueError names what was wrong."""
     spec = canonical(name)
     module_name, sep, fn_name = spec.partition(":")
     if not sep or not module_name or not fn_name:

@@ -68,11 +68,17 @@ def snapshot(models: Sequence[Any], packages: Sequence[str]) -> Outside:
     for name, module in list(sys.modules.items()):
         if module is not None and _watched(name, watched):
             out.modules[name] = {
-                k: _fingerprint(v, watched, memo, 0, frozenset())
+                k: ("id", id(v)) if _imported(v, name) else _fingerprint(v, watched, memo, 0, frozenset())
                 for k, v in list(vars(module).items())
                 if not (k.startswith("__") and k.endswith("__"))  # the import system's, not the module's
             }
     return out
+
+
+def _imported(v: Any, module: str) -> bool:
+    """A function or class another module defines: its state is fingerprinted there, and here only
+    whether the name still holds it."""
+    return isinstance(v, types.FunctionType | type) and getattr(v, "__module__", module) != module
 
 
 def changes(before: Outside, after: Outside) -> list[tuple[str, str, str]]:

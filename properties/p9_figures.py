@@ -15,8 +15,6 @@ import os
 import time
 from collections import Counter
 
-from properties.run_config import ENV_DEVICE, ENV_DTYPE, ENV_NUMERICS
-
 MAX_LISTED = 10  # forced decisions listed one by one
 
 
@@ -34,21 +32,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    for value, env in ((args.device, ENV_DEVICE), (args.numerics, ENV_NUMERICS), (args.dtype, ENV_DTYPE)):
-        if value:
-            os.environ[env] = value
     import torch
     from hypothesis import HealthCheck, Phase, settings
     from hypothesis import seed as with_seed
     from hypothesis.stateful import get_state_machine_test
 
-    from properties import impl as impl_module
     from properties import test_p9_generations as p9
+    from properties.config import RunConfig
     from properties.generation_oracle import over_budget
 
-    torch.set_num_threads(int(os.environ.get("MTP_VERIFY_THREADS", "1")))
-    if args.impl:
-        impl_module.select(args.impl)
+    run = RunConfig.build(
+        {"device": args.device, "numerics": args.numerics, "dtype": args.dtype, "impl": args.impl}, os.environ
+    )
+    torch.set_num_threads(run.threads)
+    machine = p9.machine(run)
     batch = args.examples if args.minutes is None else 10
     deadline = None if args.minutes is None else time.perf_counter() + 60 * args.minutes
     started, seed = time.perf_counter(), args.seed
@@ -63,16 +60,16 @@ def main(argv: list[str] | None = None) -> int:
             derandomize=False,
         )
         try:
-            with_seed(seed)(get_state_machine_test(p9.P9Generations, settings=s))()
+            with_seed(seed)(get_state_machine_test(machine, settings=s))()
         except AssertionError as e:
             print(e)
-            print(f"\nbefore the failing example:\n{summary(p9.TOTALS, time.perf_counter() - started, p9.RUN)}")
+            print(f"\nbefore the failing example:\n{summary(p9.TOTALS, time.perf_counter() - started, run)}")
             return 1
         seed += 1
         if deadline is None or time.perf_counter() > deadline:
             break
-    print(summary(p9.TOTALS, time.perf_counter() - started, p9.RUN))
-    why = over_budget([s.tally for s in p9.TOTALS])
+    print(summary(p9.TOTALS, time.perf_counter() - started, run))
+    why = over_budget([s.tally for s in p9.TOTALS], run.forced_budget)
     if why is not None:
         print(why)
         return 1

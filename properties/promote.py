@@ -20,7 +20,9 @@ from pathlib import Path
 
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
+from properties.config import DEFAULT_REPLAYS
 from properties.harness import SideBySide, run_side_by_side
+from properties.impl import DEFAULT_IMPL, Impl, load
 from properties.log_checks import check_logs
 from properties.mismatch import Mismatch
 from properties.specs import WorldSpec
@@ -44,10 +46,10 @@ def on_device(spec: WorldSpec, device: str) -> WorldSpec:
     return replace(spec, model=replace(spec.model, device=device, reference_device=""))
 
 
-def full_check(spec: WorldSpec) -> tuple[SideBySide, list[Mismatch]]:
-    """Run `spec` side by side and apply every check a regression must pass: P1 equivalence, P3
-    call accounting and P7 logs."""
-    sbs = run_side_by_side(spec)
+def full_check(spec: WorldSpec, impl: Impl, replays: Path = DEFAULT_REPLAYS) -> tuple[SideBySide, list[Mismatch]]:
+    """Run `spec` side by side against `impl` and apply every check a regression must pass: P1
+    equivalence, P3 call accounting and P7 logs."""
+    sbs = run_side_by_side(spec, impl, replays)
     return sbs, check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
 
 
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="the regression's name (default: the replay file's name)")
     parser.add_argument("--note", default="", help="what the case caught, kept in the file")
     parser.add_argument("--force", action="store_true", help="replace a regression of the same name")
+    parser.add_argument("--impl", default=DEFAULT_IMPL, help="the implementation to check it against now")
     args = parser.parse_args(argv)
     try:
         dest = promote(args.replay, args.name, args.note, args.force)
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(f"promoted to {dest}; properties/test_regressions.py replays it on every run")
     spec, _ = load_regression(dest)
-    _, mismatches = full_check(spec)
+    _, mismatches = full_check(spec, load(args.impl))
     if mismatches:
         print(f"it fails here now ({len(mismatches)} difference(s)): commit it with the fix")
     else:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from properties.generation_run import run_script
 from properties.generation_spec import Script
+from properties.impl import DEFAULT_IMPL, load
 from properties.replay_generation import read_script
 
 GENERATION_REGRESSIONS = Path(__file__).resolve().parent / "regressions" / "generations"
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", default=None, help="the regression's name (default: the file's name)")
     parser.add_argument("--note", default="", help="what the case caught, kept in the file")
     parser.add_argument("--force", action="store_true", help="replace a regression of the same name")
+    parser.add_argument("--impl", default=DEFAULT_IMPL, help="the implementation to check it against now")
     args = parser.parse_args(argv)
     try:
         dest = promote(args.script, args.name, args.note, args.force)
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return 2
     print(f"promoted to {dest}; properties/test_p9_generations.py replays it on every run")
-    run = run_script(read_script(dest))
+    run = run_script(read_script(dest), load(args.impl))
     print("it fails here now: commit it with the fix" if run.failed_at is not None else "it passes here now")
     return 0
 

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from properties import impl as impl_module
+from properties.impl import DEFAULT_IMPL, load
 from properties.promote import full_check, on_device
 from properties.report import format_report
 from properties.specs import WorldSpec
@@ -20,11 +20,11 @@ from properties.specs import WorldSpec
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("spec", type=Path, help="a replay file written by a failing property")
-    parser.add_argument("--impl", default=None, help="implementation under test as module:function")
+    parser.add_argument(
+        "--impl", default=DEFAULT_IMPL, help="the implementation under test (a name or module:function)"
+    )
     parser.add_argument("--device", default=None, help="run on this device instead of the recorded one")
     args = parser.parse_args(argv)
-    if args.impl:
-        impl_module.select(args.impl)
     try:
         spec = WorldSpec.from_json(args.spec.read_text())
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = on_device(spec, args.device)
     m = spec.model
     print(f"replay: {m.numerics} numerics, {m.dtype} on {m.device}")
-    sbs, mismatches = full_check(spec)
+    sbs, mismatches = full_check(spec, load(args.impl))
     if not mismatches:
         print("replay: no difference")
         return 0

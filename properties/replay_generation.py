@@ -7,10 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from properties import impl as impl_module
 from properties.generation_report import format_generation_report
 from properties.generation_run import run_script
 from properties.generation_spec import Script
+from properties.impl import DEFAULT_IMPL, load
 
 
 def read_script(path: Path) -> Script:
@@ -24,16 +24,16 @@ def read_script(path: Path) -> Script:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("script", type=Path, help="a generation script written by a failing P9 run")
-    parser.add_argument("--impl", default=None, help="implementation under test as module:function")
+    parser.add_argument(
+        "--impl", default=DEFAULT_IMPL, help="the implementation under test (a name or module:function)"
+    )
     args = parser.parse_args(argv)
-    if args.impl:
-        impl_module.select(args.impl)
     try:
         script = read_script(args.script)
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2
-    run = run_script(script)
+    run = run_script(script, load(args.impl))
     if run.failed_at is None:
         s = run.pair.stats
         print(f"replay: no difference ({s.steps} steps, {s.generations} requests finished)")

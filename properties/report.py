@@ -4,39 +4,33 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from properties.behaviours import ALL_IDS
-from properties.impl import DEFAULT_IMPL, canonical, current_name
+from properties.impl import DEFAULT_IMPL, canonical
 from properties.mismatch import Mismatch
 from properties.specs import WorldSpec, compact
 
 if TYPE_CHECKING:
     from properties.harness import SideBySide
 
-REPLAY_DIR = Path(
-    os.environ.get("MTP_VERIFY_REPLAYS", Path(__file__).resolve().parent.parent / ".hypothesis" / "replays")
-)
 
-
-def save_json(text: str, prefix: str = "") -> Path:
-    """Write `text` under the replay folder, named `prefix` + its content hash, and return the path."""
-    REPLAY_DIR.mkdir(parents=True, exist_ok=True)
-    path = REPLAY_DIR / f"{prefix}{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+def save_json(text: str, folder: Path, prefix: str = "") -> Path:
+    """Write `text` under `folder`, named `prefix` + its content hash, and return the path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{prefix}{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
     path.write_text(text + "\n")
     return path
 
 
-def save_replay(spec: WorldSpec) -> Path:
-    """Write the spec as JSON under the replay folder; the file name is its content hash."""
-    return save_json(spec.to_json())
+def save_replay(spec: WorldSpec, folder: Path) -> Path:
+    """Write the spec as JSON under `folder`; the file name is its content hash."""
+    return save_json(spec.to_json(), folder)
 
 
-def replay_command(path: Path, module: str = "properties.replay") -> str:
+def replay_command(path: Path, impl: str, module: str = "properties.replay") -> str:
     """The command that replays `path` with `module`, naming the implementation when not the default."""
-    impl = current_name()
     extra = f" --impl {impl}" if canonical(impl) != DEFAULT_IMPL else ""
     return f"python -m {module} {path}{extra}"
 
@@ -65,7 +59,7 @@ def first_differences(mismatches: list[Mismatch], owner: str, sides: tuple[str, 
 
 def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> str:
     """The report for a failed example (`mismatches` non-empty)."""
-    path = save_replay(sbs.spec)
+    path = save_replay(sbs.spec, sbs.replay_dir)
     lines = [f"{title}: {len(mismatches)} difference(s)", "", "mix (non-default fields; * = bootstrapped):"]
     lines += ["  " + line for line in compact(sbs.spec).splitlines()]
     notes = sbs.translation.notes + sbs.translation.untrusted
@@ -79,7 +73,7 @@ def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> st
         lines += [f"  {f.text()}" for f in sbs.forced_decisions]
     calls = [f"{c.op}{list(c.slots)}={c.outcome}" for c in sbs.impl.model.calls]
     lines += ["", "implementation calls: " + ", ".join(calls[:24]) + (" ..." if len(calls) > 24 else "")]
-    lines += ["", f"replay: {replay_command(path)}"]
+    lines += ["", f"replay: {replay_command(path, sbs.under_test.name)}"]
     return "\n".join(lines)
 
 

@@ -21,7 +21,7 @@ from reference.eos_hold import eos_mask_ids
 from reference.errors import ModelError
 from reference.model.model import TinyMtpModel
 from reference.penalties import PositionKind, penalty_history_scope, penalty_params_for
-from reference.sampling import cut_scores, noise_bits, processed_row
+from reference.sampling import cut_scores, keyed_bits, noise_bits, noise_keys, processed_row
 from reference.state import ActiveSeq
 
 FIRST_PLAIN_TOKEN = 3  # ids below are specials (EOS, tool-call end, reasoning end)
@@ -96,8 +96,10 @@ def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, flo
         return
     best = scores.topk(min(finite, NOISE_CANDIDATES))
     seeds = [a.sampling_seed + i * SEED_STRIDE for i in range(SEED_CANDIDATES)]
-    margins = [gap(best.values + gumbel(seed, position, best.indices)) for seed in seeds]
-    a.sampling_seed = seeds[min(range(len(seeds)), key=margins.__getitem__)]
+    keys = torch.tensor([noise_keys(seed, position) for seed in seeds], dtype=torch.int64).T[:, :, None]
+    noisy = best.values + gumbel_of(keyed_bits(tuple(keys), best.indices))  # [seeds, candidates]
+    top2 = noisy.topk(2, dim=-1).values
+    a.sampling_seed = seeds[int(torch.argmin(top2[:, 0] - top2[:, 1]))]
 
 
 # The penalty a "penalty" row is set on, in order of preference, and its neutral value.
@@ -157,7 +159,12 @@ def cumulative_mass(row: torch.Tensor, temperature: float, top_k: int) -> torch.
 
 def gumbel(seed: int, position: int, ids: torch.Tensor) -> torch.Tensor:
     """The reference's Gumbel noise of token `ids` at (seed, position) (`reference.sampling`)."""
-    u = (noise_bits(seed, position, ids) * 2 + 1).to(torch.float64) * 2.0**-53
+    return gumbel_of(noise_bits(seed, position, ids))
+
+
+def gumbel_of(bits: torch.Tensor) -> torch.Tensor:
+    """Gumbel noise from the reference's noise bits, as `reference.sampling.gumbel_noise` makes it."""
+    u = (bits * 2 + 1).to(torch.float64) * 2.0**-53
     return -torch.log(-torch.log(u))
 
 

@@ -20,8 +20,8 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
+from properties.config import MODEL_SIZES, RunConfig
 from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
-from properties.run_config import MODEL_SIZES, RunConfig
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 GRAMMARS = ("json", "regex", "ebnf")

@@ -11,7 +11,6 @@ records, so the plugin turns observability on (without its line coverage, which 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -22,7 +21,6 @@ from hypothesis.internal import observability
 
 from properties import counters
 
-ENV_SUMMARY_JSON = "MTP_VERIFY_SUMMARY_JSON"
 COUNTS_PROPERTY = "mtp_verify_counts"
 
 
@@ -75,9 +73,10 @@ def pytest_runtest_makereport(
 class Summary:
     """The reporting side: progress lines, the table, the JSON rows."""
 
-    def __init__(self) -> None:
+    def __init__(self, json_path: str | None = None) -> None:
         self.rows: list[Row] = []
         self.total = 0
+        self.json_path = json_path  # where the rows go as JSON (`--summary-json`), if anywhere
 
     @pytest.hookimpl
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -125,16 +124,20 @@ class Summary:
             f"{'total':<{width}}  {total_ex:>8}  {sum(r.near_ties for r in self.rows):>9}  "
             f"{'FAIL' if failed else 'PASS':<6}  {sum(r.seconds for r in self.rows):>6.1f}s"
         )
-        path = os.environ.get(ENV_SUMMARY_JSON)
+        path = self.json_path
         if path:
             Path(path).write_text(json.dumps([asdict(r) for r in self.rows], indent=2) + "\n")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("mtp-verify").addoption("--summary-json", default=None, help="write the summary rows here as JSON")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     observability.OBSERVABILITY_COLLECT_COVERAGE = False
     observability.add_observability_callback(counters.count_observation)
     if not is_worker(config):
-        config.pluginmanager.register(Summary(), "mtp-verify-summary")
+        config.pluginmanager.register(Summary(config.getoption("summary_json")), "mtp-verify-summary")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

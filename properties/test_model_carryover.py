@@ -13,52 +13,35 @@ every sequence field and every buffer bit-equal."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
+from properties.aimed_worlds import world_pairs
 from properties.compare import seq_fields, values_equal
-from properties.impl import load
-from properties.run_config import current
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.config import RunConfig
+from properties.impl import Impl
 from properties.world import World, build_world
 
-RUN = current()
 
-
-@st.composite
-def world_pairs(draw: st.DrawFn) -> tuple[WorldSpec, WorldSpec]:
-    """World A, and world B: A's sequences with other caches and block ids, slots rotated or not."""
-    a = replace(draw(world_specs(RUN)), faults=())
-    seqs = a.seqs
-    if draw(st.booleans()) and len(seqs) >= 2:  # each slot handed to the next sequence
-        slots = [s.slot_idx for s in seqs]
-        seqs = tuple(replace(s, slot_idx=slots[(i + 1) % len(seqs)]) for i, s in enumerate(seqs))
-    seed = a.cache_seed + draw(st.integers(1, 2**30))  # another seed: other caches and block ids
-    return a, replace(a, seqs=seqs, cache_seed=seed)
-
-
-def run_step(world: World) -> None:
-    load().step(world.model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
+def run_step(impl: Impl, world: World) -> None:
+    impl.step(world.model, world.active, world.sched, world.idxs, world.ladder_nd, world.verify_ctx)
     if world.model.device.type == "cuda":
         torch.cuda.synchronize()
 
 
-@given(pair=world_pairs())
-def test_a_model_that_ran_another_world_runs_this_one_alike(pair: tuple[WorldSpec, WorldSpec]) -> None:
-    spec_a, spec_b = pair
-    impl = load()
+@given(data=st.data())
+def test_a_model_that_ran_another_world_runs_this_one_alike(run: RunConfig, data: st.DataObject) -> None:
+    spec_a, spec_b = data.draw(world_pairs(run), label="pair")
+    impl = run.impl
     first = build_world(spec_a)
     first.model = impl.prepare_model(first.model)
-    run_step(first)
+    run_step(impl, first)
     reused = build_world(spec_b).clone(into=first.model)  # B's caches and sequences in A's model
-    run_step(reused)
+    run_step(impl, reused)
     fresh = build_world(spec_b)
     fresh.model = impl.prepare_model(fresh.model)
-    run_step(fresh)
+    run_step(impl, fresh)
     for i, (got, want) in enumerate(zip(reused.active, fresh.active, strict=True)):
         g, w = seq_fields(got), seq_fields(want)
         bad = [k for k in g if not values_equal(g[k], w[k])]

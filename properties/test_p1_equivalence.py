@@ -4,17 +4,16 @@ per-sequence reference does (bit-equal in exact numerics), untouched sequences b
 from __future__ import annotations
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.compare import check_equivalence
+from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import WorldSpec
 from properties.stats import record_paths
 from properties.strategies import world_specs
-
-RUN = current()
 
 
 # What P1 kills in the measured matrix (docs/coverage-matrix.md): group cap, group outcomes, the
@@ -40,9 +39,10 @@ RUN = current()
     "B23",
     "B26",
 )
-@given(spec=world_specs(RUN))
-def test_p1_equivalence(spec: WorldSpec) -> None:
-    sbs = run_side_by_side(spec)
+@given(data=st.data())
+def test_p1_equivalence(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(world_specs(run), label="spec")
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     record_paths(sbs)
     mismatches = check_equivalence(sbs)
     assert not mismatches, format_report("P1 equivalence", sbs, mismatches)

@@ -7,26 +7,26 @@ the logs. A fifth of the profile's examples: each costs a few small ones."""
 from __future__ import annotations
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
+from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.log_checks import check_logs
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import WorldSpec
 from properties.stats import record_paths
 from properties.strategies import wide_world_specs
 
-RUN = current()
-
 
 @covers("P1 equivalence", "B1", "B2", "B6", "B8", "B10", "B13", "B16", "B19", "B23")
 @settings(max_examples=max(5, settings().max_examples // 5))
-@given(spec=wide_world_specs(RUN))
-def test_p1_wide_worlds(spec: WorldSpec) -> None:
-    sbs = run_side_by_side(spec)
+@given(data=st.data())
+def test_p1_wide_worlds(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(wide_world_specs(run), label="spec")
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     record_paths(sbs)
     mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
     assert not mismatches, format_report("P1 wide worlds", sbs, mismatches)

@@ -5,18 +5,17 @@ checkpoints are exactly the calls the oracle expects, with the inputs it expects
 from __future__ import annotations
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
+from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import WorldSpec
 from properties.stats import record_paths
 from properties.strategies import world_specs
-
-RUN = current()
 
 
 @covers(
@@ -39,22 +38,24 @@ RUN = current()
     "B22",
     "B23",
 )
-@given(spec=world_specs(RUN, faults=True))
-def test_p3_call_accounting(spec: WorldSpec) -> None:
-    sbs = run_side_by_side(spec)
+@given(data=st.data())
+def test_p3_call_accounting(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     record_paths(sbs)
     mismatches = check_calls(sbs)
     assert not mismatches, format_report("P3 call accounting", sbs, mismatches)
 
 
 @covers("P3 call accounting", "B12", "B13", "B23")
-@given(spec=world_specs(RUN, faults=True, no_proposer=True))
-def test_p3_no_row_may_propose(spec: WorldSpec) -> None:
+@given(data=st.data())
+def test_p3_no_row_may_propose(run: RunConfig, data: st.DataObject) -> None:
     """Every bootstrapped row ends with this step's token or is backed off: the calls are still the
     oracle's (no stash, no propose; the decode, argmax and checkpoints as ever), and the world equals
     the reference's. Drawn for the whole world: row by row, such a world all but disappears once
     mixes pass a few rows, and with it every bug of work done for an empty set of proposers."""
-    sbs = run_side_by_side(spec)
+    spec: WorldSpec = data.draw(world_specs(run, faults=True, no_proposer=True), label="spec")
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     record_paths(sbs)
     mismatches = check_calls(sbs) + check_equivalence(sbs)
     assert not mismatches, format_report("P3 no row may propose", sbs, mismatches)

@@ -7,18 +7,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.compare import check_equivalence
+from properties.config import RunConfig
 from properties.harness import SideBySide, run_side_by_side
 from properties.mismatch import Mismatch
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import WorldSpec
 from properties.stats import record_paths
 from properties.strategies import fault_specs, world_specs
-
-RUN = current()
 
 
 def check_nothing_lost(sbs: SideBySide) -> list[Mismatch]:
@@ -46,11 +45,12 @@ def check_nothing_lost(sbs: SideBySide) -> list[Mismatch]:
 
 
 @covers("P4 faults", "B3", "B7", "B9", "B13", "B19", "B20", "B21", "B22", "B23", "D1", "D2")
-@given(spec=world_specs(RUN, faults=True), extra=fault_specs(max_faults=1))
-def test_p4_faults(spec: WorldSpec, extra: tuple) -> None:
+@given(data=st.data(), extra=fault_specs(max_faults=1))
+def test_p4_faults(run: RunConfig, data: st.DataObject, extra: tuple) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     if not spec.faults:
         spec = replace(spec, faults=extra)
-    sbs = run_side_by_side(spec)
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     record_paths(sbs)
     mismatches = check_equivalence(sbs) + check_nothing_lost(sbs)
     assert not mismatches, format_report("P4 faults", sbs, mismatches)

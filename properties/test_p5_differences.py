@@ -6,21 +6,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
+from properties.config import RunConfig
 from properties.differences import expected_confidences
 from properties.faults import SeqFault
 from properties.harness import run_reference, run_side_by_side
 from properties.log_checks import check_logs
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import FaultSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.translate import Translation
-
-RUN = current()
 
 
 def clean(spec: WorldSpec) -> WorldSpec:
@@ -40,9 +39,10 @@ def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
 
 
 @covers("P5 only registered differences", "D4")
-@given(spec=world_specs(RUN, min_n=2))
-def test_p5_without_faults_only_d4(spec: WorldSpec) -> None:
-    sbs = run_side_by_side(clean(spec))
+@given(data=st.data())
+def test_p5_without_faults_only_d4(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
+    sbs = run_side_by_side(clean(spec), run.impl, run.replays)
     raw = check_equivalence(sbs, registered=("D1",))
     conf_slots = {s for s, c in expected_confidences(sbs).items() if c}
     slot_of = {a.seq_id: a.seq.slot_idx for a in sbs.before.active}
@@ -53,10 +53,11 @@ def test_p5_without_faults_only_d4(spec: WorldSpec) -> None:
 
 
 @covers("P5 only registered differences", "D1")
-@given(spec=world_specs(RUN, min_n=1))
-def test_p5_d1_checkpoint_after_failed_save(spec: WorldSpec) -> None:
+@given(data=st.data())
+def test_p5_d1_checkpoint_after_failed_save(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, min_n=1), label="spec")
     spec = replace(proposing(spec, group_cap=1), faults=(FaultSpec("save_hidden_for_mtp_from_stash", 0, "err"),))
-    sbs = run_side_by_side(spec)
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     saves = [c for c in sbs.impl.model.calls if c.op == "save_hidden_for_mtp_from_stash"]
     assert saves and saves[0].injected, f"no per-sequence fallback happened: {[c.op for c in sbs.impl.model.calls]}"
     # Every example fails a save, so every example also checks what the failure leads to: the calls
@@ -72,10 +73,11 @@ def test_p5_d1_checkpoint_after_failed_save(spec: WorldSpec) -> None:
 
 
 @covers("P5 only registered differences", "D2")
-@given(spec=world_specs(RUN, min_n=2))
-def test_p5_d2_decode_batch_failure_finishes_every_row(spec: WorldSpec) -> None:
+@given(data=st.data())
+def test_p5_d2_decode_batch_failure_finishes_every_row(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     spec = replace(clean(spec), faults=(FaultSpec("decode_batch", 0, "err"),))
-    sbs = run_side_by_side(spec)
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     assert not check_equivalence(sbs), format_report("P5 D2 translated", sbs, check_equivalence(sbs))
     rows = [(sbs.before.active[i], sbs.impl.world.active[i]) for i in sbs.before.idxs]
     for b, a in rows:

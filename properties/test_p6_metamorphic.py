@@ -19,15 +19,14 @@ from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.compare import check_equivalence, seq_fields, values_equal
+from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.numerics import differing, rounding, row_difference
 from properties.replay_oracle import emitted
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
 
-RUN = current()
 # Fields decided by the token (or computed from it), and by the drafts.
 AFTER_TOKEN = (
     "output_tokens",
@@ -63,10 +62,10 @@ class SeqOutcome:
     draft_rows: dict[int, torch.Tensor]  # draft index -> drafter row
 
 
-def outcome(spec: WorldSpec, what: str) -> dict[int, SeqOutcome]:
+def outcome(run: RunConfig, spec: WorldSpec, what: str) -> dict[int, SeqOutcome]:
     """Per bootstrapped sequence (by slot): its outcome after the implementation, once the variant
     passed its own comparison with the reference."""
-    sbs = run_side_by_side(spec)
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     mismatches = check_equivalence(sbs)
     assert not mismatches, format_report(f"P6 variant ({what}) against the reference", sbs, mismatches)
     out = {}
@@ -125,26 +124,28 @@ def _same(a: Any, b: Any, rtol: float) -> bool:
 
 
 @covers("P6 metamorphic", "B5", "B6", "B14", "B16")
-@given(spec=world_specs(RUN, min_n=2), cap=st.sampled_from((0, 1, 2, 3, 8)))
-def test_p6_group_cap_and_argmax_path(spec: WorldSpec, cap: int) -> None:
+@given(data=st.data(), cap=st.sampled_from((0, 1, 2, 3, 8)))
+def test_p6_group_cap_and_argmax_path(run: RunConfig, data: st.DataObject, cap: int) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     spec = plain(spec)
-    base = outcome(spec, "as drawn")
+    base = outcome(run, spec, "as drawn")
     capped = replace(spec, model=replace(spec.model, group_cap=cap))
-    assert_same(base, outcome(capped, f"group cap {cap}"), f"group cap {cap}", spec)
+    assert_same(base, outcome(run, capped, f"group cap {cap}"), f"group cap {cap}", spec)
     flipped = replace(spec, step=replace(spec.step, mtp_boot_argmax=not spec.step.mtp_boot_argmax))
-    assert_same(base, outcome(flipped, "argmax lever flipped"), "batched argmax lever flipped", spec)
+    assert_same(base, outcome(run, flipped, "argmax lever flipped"), "batched argmax lever flipped", spec)
 
 
 @covers("P6 metamorphic", "B1")
-@given(spec=world_specs(RUN, min_n=2), data=st.data())
-def test_p6_alone_or_in_any_order(spec: WorldSpec, data: st.DataObject) -> None:
+@given(data=st.data())
+def test_p6_alone_or_in_any_order(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     spec = plain(spec)
-    base = outcome(spec, "as drawn")
+    base = outcome(run, spec, "as drawn")
     alone = data.draw(st.sampled_from(spec.bootstrap), label="alone")
-    assert_same(base, outcome(replace(spec, bootstrap=(alone,)), "alone"), f"sequence {alone} alone", spec)
+    assert_same(base, outcome(run, replace(spec, bootstrap=(alone,)), "alone"), f"sequence {alone} alone", spec)
     order = data.draw(st.permutations(range(len(spec.seqs))), label="order")
     position = {old: new for new, old in enumerate(order)}
     permuted = replace(
         spec, seqs=tuple(spec.seqs[i] for i in order), bootstrap=tuple(sorted(position[i] for i in spec.bootstrap))
     )
-    assert_same(base, outcome(permuted, "reordered"), f"active reordered as {order}", spec)
+    assert_same(base, outcome(run, permuted, "reordered"), f"active reordered as {order}", spec)

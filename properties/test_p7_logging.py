@@ -12,26 +12,24 @@ from hypothesis import strategies as st
 from batched.propose_log import log_propose_batched_err
 from properties.behaviours import covers
 from properties.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
+from properties.config import RunConfig
 from properties.fresh_process import run_fresh
 from properties.harness import run_side_by_side
-from properties.impl import current_name
 from properties.log_checks import check_logs
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import WorldSpec
 from properties.stats import record_paths
 from properties.strategies import world_specs
 from reference.errors import ModelError
 from reference.telemetry import LogCapture
 
-RUN = current()
-
 
 @covers("P7 logging", "B3", "B6", "B7", "B9", "B13", "B21", "B22", "B24", "B25", "D3")
-@given(spec=world_specs(RUN, faults=True), seen=st.sets(st.sampled_from((KEY_ARGMAX, KEY_GATE, KEY_ENGAGED))))
-def test_p7_logs(spec: WorldSpec, seen: set[str]) -> None:
+@given(data=st.data(), seen=st.sets(st.sampled_from((KEY_ARGMAX, KEY_GATE, KEY_ENGAGED))))
+def test_p7_logs(run: RunConfig, data: st.DataObject, seen: set[str]) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     spec = replace(spec, step=replace(spec.step, seen_log_keys=tuple(sorted(seen))))
-    sbs = run_side_by_side(spec)
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     record_paths(sbs)
     mismatches = check_logs(sbs)
     assert not mismatches, format_report("P7 logging", sbs, mismatches)
@@ -56,9 +54,10 @@ def test_p7_propose_error_level_reads_the_whole_chain(depth: int, where: int, st
 
 @covers("P7 logging", "B3", "B13", "B21", "B24", "B25")
 @settings(max_examples=max(3, settings().max_examples // 6))
-@given(specs=st.lists(world_specs(RUN, faults=True), min_size=1, max_size=3))
-def test_p7_the_first_steps_of_a_process(specs: list[WorldSpec]) -> None:
+@given(data=st.data())
+def test_p7_the_first_steps_of_a_process(run: RunConfig, data: st.DataObject) -> None:
     """A process's first steps log, and leave everything, as any later step does: the examples run in
     a process that has run no step before (`properties.fresh_process`), every check on each."""
-    reports = run_fresh(specs, current_name())
+    specs = data.draw(st.lists(world_specs(run, faults=True), min_size=1, max_size=3), label="specs")
+    reports = run_fresh(specs, run)
     assert not reports, "\n\n".join(reports)

@@ -12,21 +12,20 @@ from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.compare import check_equivalence, compare_untouched
+from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.impl import load
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import FaultSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.world import build_world
 from properties.world_state import Owners, compare_buffers
 
-RUN = current()
-
 
 @covers("P8 bad input", "B1")
-@given(spec=world_specs(RUN, min_n=2), data=st.data())
-def test_p8_bad_indices_raise_before_touching_anything(spec: WorldSpec, data: st.DataObject) -> None:
+@given(data=st.data())
+def test_p8_bad_indices_raise_before_touching_anything(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     n = len(spec.seqs)
     kind = data.draw(st.sampled_from(("unsorted", "duplicate", "out_of_range", "negative")))
     idxs = {"unsorted": [n - 1, 0], "duplicate": [0, 0], "out_of_range": [0, n], "negative": [-1, 0]}[kind]
@@ -44,10 +43,11 @@ def test_p8_bad_indices_raise_before_touching_anything(spec: WorldSpec, data: st
 
 
 @covers("P8 bad input", "B2", "B9")
-@given(spec=world_specs(RUN, min_n=1), data=st.data())
-def test_p8_bad_rows_have_a_defined_outcome(spec: WorldSpec, data: st.DataObject) -> None:
+@given(data=st.data())
+def test_p8_bad_rows_have_a_defined_outcome(run: RunConfig, data: st.DataObject) -> None:
     """A NaN logits row finishes that row only (B9); an out-of-vocabulary last token or a full
     sequence fails the whole `decode_batch` (B2, D2); the rest matches the reference."""
+    spec: WorldSpec = data.draw(world_specs(run, min_n=1), label="spec")
     kind = data.draw(st.sampled_from(("nan_row", "full", "out_of_vocab")))
     j = data.draw(st.sampled_from(spec.bootstrap))
     if kind == "nan_row":
@@ -57,7 +57,7 @@ def test_p8_bad_rows_have_a_defined_outcome(spec: WorldSpec, data: st.DataObject
         seqs = list(spec.seqs)
         seqs[j] = replace(seqs[j], **bad[kind])
         spec = replace(spec, seqs=tuple(seqs))
-    sbs = run_side_by_side(spec)
+    sbs = run_side_by_side(spec, run.impl, run.replays)
     mismatches = check_equivalence(sbs)
     assert not mismatches, format_report(f"P8 {kind}", sbs, mismatches)
     decode = next(c for c in sbs.impl.model.calls if c.op == "decode_batch")

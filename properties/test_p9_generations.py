@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from properties.behaviours import covers
+from properties.config import RunConfig
 from properties.engine_pair import EnginePair, PairStats
 from properties.generation_oracle import budget_text, over_budget
 from properties.generation_report import format_generation_report
@@ -29,10 +30,8 @@ from properties.generation_strategies import fault_specs, generation_specs, requ
 from properties.mismatch import Mismatch
 from properties.promote_generation import GENERATION_REGRESSIONS, on_device
 from properties.replay_generation import read_script
-from properties.run_config import current
 from properties.specs import FaultSpec
 
-RUN = current()
 MAX_LIVE = 6  # requests waiting or running at once
 ABORT_PICKS = 4 * MAX_LIVE
 # Every finished example adds its counts here (read by `properties.p9_figures`).
@@ -41,7 +40,10 @@ TOTALS: list[PairStats] = []
 
 class P9Generations(RuleBasedStateMachine):
     """Rules: add a request, plan a fault for the next step, step, abort. The checks run inside each
-    rule that changes the engines; teardown runs every request to its end."""
+    rule that changes the engines; teardown runs every request to its end. `run` is the run's
+    configuration: `machine(run)` makes the class of one run."""
+
+    run: RunConfig = RunConfig()
 
     def __init__(self) -> None:
         super().__init__()
@@ -54,9 +56,10 @@ class P9Generations(RuleBasedStateMachine):
             assert self.pair is not None
             raise AssertionError(format_generation_report("P9 generations", self.pair, found))
 
-    @initialize(spec=generation_specs(RUN))
-    def start(self, spec) -> None:
-        self.pair = EnginePair(spec)
+    @initialize(data=st.data())
+    def start(self, data: st.DataObject) -> None:
+        spec = data.draw(generation_specs(self.run), label="world")
+        self.pair = EnginePair(spec, self.run.impl, self.run.replays)
 
     @precondition(lambda self: len(self.pair.live_ids()) < MAX_LIVE)
     @rule(req=request_specs())
@@ -106,6 +109,11 @@ class P9Generations(RuleBasedStateMachine):
             event(f"P9: a request bootstrapped through the implementation before and after its {change}")
 
 
+def machine(run: RunConfig) -> type[P9Generations]:
+    """The state machine of `run` (its device, numerics and implementation)."""
+    return type("P9Generations", (P9Generations,), {"run": run})
+
+
 def p9_settings() -> settings:
     """The loaded profile's example count, each example a whole run of up to 40 rules."""
     return settings(settings(), stateful_step_count=40)
@@ -129,26 +137,26 @@ def p9_settings() -> settings:
     "D2",
     "D4",
 )
-def test_p9_generations() -> None:
+def test_p9_generations(run: RunConfig) -> None:
     start = len(TOTALS)
-    run_state_machine_as_test(P9Generations, settings=p9_settings())
-    check_budget([s.tally for s in TOTALS[start:]])
+    run_state_machine_as_test(machine(run), settings=p9_settings())
+    check_budget([s.tally for s in TOTALS[start:]], run.forced_budget)
 
 
-def check_budget(tallies: list) -> None:
-    """Fast numerics: the run's forced decisions within the budget (1 % of its decisions)."""
-    why = over_budget(tallies)
-    assert why is None, f"P9: {why}\n{budget_text(tallies)}"
+def check_budget(tallies: list, budget: float) -> None:
+    """Fast numerics: the run's forced decisions within the budget (1 % of its decisions by default)."""
+    why = over_budget(tallies, budget)
+    assert why is None, f"P9: {why}\n{budget_text(tallies, budget)}"
 
 
 CASES = sorted(GENERATION_REGRESSIONS.glob("*.json"))
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_p9_regression(path: Path) -> None:
-    script = on_device(read_script(path), RUN.device)
-    run = run_script(script)
-    assert run.failed_at is None, f"regression {path.stem} ({script.note or 'no note'}):\n" + (
-        format_generation_report(f"regression {path.stem}", run.pair, run.mismatches)
+def test_p9_regression(run: RunConfig, path: Path) -> None:
+    script = on_device(read_script(path), run.device)
+    outcome = run_script(script, run.impl, run.replays)
+    assert outcome.failed_at is None, f"regression {path.stem} ({script.note or 'no note'}):\n" + (
+        format_generation_report(f"regression {path.stem}", outcome.pair, outcome.mismatches)
     )
-    check_budget([run.pair.stats.tally])
+    check_budget([outcome.pair.stats.tally], run.forced_budget)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from properties.config import RunConfig
 from properties.promote import REGRESSIONS, full_check, load_regression, on_device
 from properties.report import format_report
-from properties.run_config import current
 
 CASES = sorted(REGRESSIONS.glob("*.json"))
 
@@ -20,9 +20,9 @@ def test_there_are_regression_cases() -> None:
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_regression(path: Path) -> None:
+def test_regression(run: RunConfig, path: Path) -> None:
     spec, note = load_regression(path)
-    sbs, mismatches = full_check(on_device(spec, current().device))
+    sbs, mismatches = full_check(on_device(spec, run.device), run.impl, run.replays)
     assert not mismatches, f"regression {path.stem} ({note or 'no note'}):\n" + format_report(
         f"regression {path.stem}", sbs, mismatches
     )

@@ -14,7 +14,6 @@ exactly the call's, and otherwise leaves nothing behind. The same holds when the
 from __future__ import annotations
 
 from contextlib import suppress
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -23,14 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batched.vector_model import VectorMtpModel
-from properties.run_config import current
+from properties.aimed_worlds import ahead_cases
+from properties.config import RunConfig
 from properties.specs import WorldSpec
-from properties.strategies import world_specs
 from properties.world import World, build_world
 from reference.errors import ModelError
 from reference.model.kernels import argmax_rows
-
-RUN = current()
 
 # What differs between the launch and the call ("none": the call the launch assumed).
 CHANGES = (
@@ -55,19 +52,6 @@ CHANGES = (
     "short_table",
     "bad_block_id",
 )
-
-
-@st.composite
-def ahead_cases(draw: st.DrawFn) -> tuple[WorldSpec, int, bool, int]:
-    """A world whose bootstrap rows (two or more) all propose the whole ladder (1-3) in one group, the
-    confidences asked or not, and the row a change concerns."""
-    spec = draw(world_specs(RUN, min_n=2))
-    k = draw(st.sampled_from((1, 2, 3)))
-    seqs = tuple(replace(s, spec="on", grammar=None, max_tokens_left=max(s.max_tokens_left, k + 2)) for s in spec.seqs)
-    model = replace(spec.model, group_cap=64, max_batched_drafts=8, stash_capacity=64, meta_stride=64)
-    step = replace(spec.step, ladder_nd=k)  # drafter tables sized for the ladder
-    spec = replace(spec, seqs=seqs, model=model, step=step, bootstrap=tuple(range(len(seqs))), faults=())
-    return spec, k, draw(st.booleans()), draw(st.integers(0, 63))
 
 
 def run_twin(
@@ -164,8 +148,9 @@ def run_twin(
 # a mutant of the step's behaviours must not run it before the properties that can kill it.
 @pytest.mark.parametrize("change", CHANGES)
 @settings(max_examples=max(3, settings.default.max_examples // 8))  # per change: a share of the profile
-@given(case=ahead_cases())
-def test_a_propose_launched_ahead_changes_nothing(change: str, case: tuple[WorldSpec, int, bool, int]) -> None:
+@given(data=st.data())
+def test_a_propose_launched_ahead_changes_nothing(run: RunConfig, data: st.DataObject, change: str) -> None:
+    case = data.draw(ahead_cases(run), label="case")
     check_twins(case, change, planned=False)
 
 
@@ -195,6 +180,7 @@ PLANNED_CHANGES = (
 
 @pytest.mark.parametrize("change", PLANNED_CHANGES)
 @settings(max_examples=max(3, settings.default.max_examples // 8))
-@given(case=ahead_cases())
-def test_a_propose_the_decode_launches_changes_nothing(change: str, case: tuple[WorldSpec, int, bool, int]) -> None:
+@given(data=st.data())
+def test_a_propose_the_decode_launches_changes_nothing(run: RunConfig, data: st.DataObject, change: str) -> None:
+    case = data.draw(ahead_cases(run), label="case")
     check_twins(case, change, planned=True)

@@ -4,7 +4,7 @@ with a summary table.
     python -m properties.verify [--profile dev|ci|nightly|gpu] [--device best|cpu|cuda]
                                 [--numerics exact|fast] [--dtype float64|float32|bfloat16]
                                 [--max-n N] [--impl module:function]
-                                [--matrix [--measured RUN.json]] [-- extra pytest arguments]
+                                [--matrix] [-- extra pytest arguments]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from properties.behaviours import matrix_text, uncovered
-from properties.run_config import DTYPES
+from properties.config import DTYPES
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,20 +27,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--numerics", default=None, choices=("exact", "fast"))
     parser.add_argument("--dtype", default=None, choices=DTYPES, help="model dtype (default: by numerics and device)")
     parser.add_argument("--max-n", type=int, default=None, help="largest sequence mix")
-    parser.add_argument("--impl", default=None, help="implementation under test as module:function")
+    parser.add_argument("--impl", default=None, help="the implementation under test: a name or module:function")
     parser.add_argument("--matrix", action="store_true", help="print the behaviour x property matrix and exit")
-    parser.add_argument("--measured", default=None, help="with --matrix: the matrix a mutation run's JSON measured")
     args, extra = parser.parse_known_args(argv)
     if args.matrix:
         print(matrix_text())
-        if args.measured:
-            from mutants.matrix import print_measured
-
-            print_measured(args.measured)
         missing = uncovered()
         print(f"\nuncovered: {', '.join(missing)}" if missing else "\nevery G/B/D id is covered")
         return 1 if missing else 0
-    pytest_args = ["properties", "-p", "properties.summary_plugin", "-q", "--device", args.device]
+    pytest_args = ["--pyargs", "properties", "-p", "properties.summary_plugin", "-q", "--device", args.device]
     for flag, value in (
         ("--hypothesis-profile", args.profile),
         ("--numerics", args.numerics),

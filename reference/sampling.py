@@ -63,16 +63,20 @@ def _fmix32(x: torch.Tensor) -> torch.Tensor:
 
 def noise_bits(seed: int, position: int, token_ids: torch.Tensor) -> torch.Tensor:
     """52 uniform bits (int64 in [0, 2**52)) per token id, a pure function of (seed, position, id)."""
-    k0, k1, k2, k3 = noise_keys(seed, position)
+    return keyed_bits(noise_keys(seed, position), token_ids)
+
+
+def keyed_bits(keys: tuple[int | torch.Tensor, ...], token_ids: torch.Tensor) -> torch.Tensor:
+    """`noise_bits` from the four keys of `noise_keys`: ints, or int64 tensors that broadcast with
+    `token_ids` (the bits of several (seed, position) pairs at once)."""
+    k0, k1, k2, k3 = keys
     ids = token_ids.to(torch.int64) & _M32
     h1 = _fmix32(_fmix32(ids ^ k0) ^ k1)
     h2 = _fmix32(_fmix32(ids ^ k2) ^ k3)
     return (h1 << 20) | (h2 >> 12)
 
 
-def gumbel_noise(
-    seed: int, position: int, vocab: int, device: torch.device | str | None = None
-) -> torch.Tensor:
+def gumbel_noise(seed: int, position: int, vocab: int, device: torch.device | str | None = None) -> torch.Tensor:
     """Float64 [vocab] standard Gumbel noise -log(-log(u)), u = (2 * bits + 1) / 2**53 in (0, 1).
 
     u is exact on every device; the two logs may differ by an ulp between devices."""

@@ -51,8 +51,8 @@ def main() -> None:
         MTP_VERIFY_MAX_N=str(a.max_n),
         MTP_VERIFY_REFERENCE_DEVICE=a.reference_device,
     )
+    from properties.config import current
     from properties.harness import run_side_by_side
-    from properties.run_config import current
     from properties.strategies import world_specs
     from properties.world_state import state_buffers
 
@@ -63,8 +63,9 @@ def main() -> None:
     def note(kind: str, value: float) -> None:
         worst[kind] = max(worst.get(kind, 0.0), value / u)
 
-    @settings(max_examples=a.examples, derandomize=True, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=a.examples, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(spec=world_specs(current()))
     def sample(spec) -> None:  # type: ignore[no-untyped-def]
         sbs = run_side_by_side(spec)
@@ -85,8 +86,14 @@ def main() -> None:
                 note(f"written {name} units", rel(torch.where(written, r, 0), torch.where(written, m.to(r.device), 0)))
 
     sample()
-    table = {"dtype": a.dtype, "device": a.device, "reference_device": a.reference_device, "max_n": a.max_n, **count,
-             "worst_in_u": dict(sorted(worst.items()))}
+    table = {
+        "dtype": a.dtype,
+        "device": a.device,
+        "reference_device": a.reference_device,
+        "max_n": a.max_n,
+        **count,
+        "worst_in_u": dict(sorted(worst.items())),
+    }
     print(json.dumps(table, indent=1))
     if a.out:
         with open(a.out, "w") as f:

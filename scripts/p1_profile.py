@@ -119,7 +119,7 @@ def main() -> None:
     torch.set_num_threads(1)
     from benchmarks.bench_p1_throughput import check_all
     from benchmarks.host_throughput import draw_specs
-    from properties.run_config import RunConfig
+    from properties.config import RunConfig
 
     if a.device.startswith("cuda:"):
         torch.cuda.set_device(a.device)

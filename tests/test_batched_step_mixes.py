@@ -11,10 +11,10 @@ import pytest
 
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
+from properties.config import RunConfig
 from properties.harness import SideBySide, run_side_by_side
 from properties.log_checks import check_logs
 from properties.report import format_report
-from properties.run_config import current
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 
@@ -26,15 +26,12 @@ def mix(n: int, **seq: object) -> tuple[SeqSpec, ...]:
     )
 
 
-RUN = current()
-
-
-def on_run_device(m: ModelSpec) -> ModelSpec:
-    """The case's model on the selected device and numerics (`--device`, `--numerics`): on the CPU in
-    exact numerics as written; elsewhere in the run's dtype (float32 exact or bf16 fast on a GPU)."""
-    if RUN.device == "cpu" and RUN.numerics == "exact":
-        return m
-    return replace(m, device=RUN.device, numerics=RUN.numerics, dtype=RUN.dtypes[0])
+def on_run_device(run: RunConfig, spec: WorldSpec) -> WorldSpec:
+    """The case on the run's device and numerics (`--device`, `--numerics`): on the CPU in exact
+    numerics as written; elsewhere in the run's dtype (float32 exact or bf16 fast on a GPU)."""
+    if run.device == "cpu" and run.numerics == "exact":
+        return spec
+    return replace(spec, model=replace(spec.model, device=run.device, numerics=run.numerics, dtype=run.dtypes[0]))
 
 
 def world(
@@ -45,7 +42,7 @@ def world(
     faults: tuple[FaultSpec, ...] = (),
 ) -> WorldSpec:
     return WorldSpec(
-        model=on_run_device(model or ModelSpec()),
+        model=model or ModelSpec(),
         seqs=seqs,
         bootstrap=boot or tuple(range(len(seqs))),
         step=step or StepSpec(),
@@ -137,8 +134,8 @@ CASES: dict[str, tuple[WorldSpec, tuple[str, ...]]] = {
 }
 
 
-def run_case(spec: WorldSpec) -> SideBySide:
-    sbs = run_side_by_side(spec)
+def run_case(run: RunConfig, spec: WorldSpec) -> SideBySide:
+    sbs = run_side_by_side(on_run_device(run, spec), run.impl, run.replays)
     for name, check in (("equivalence", check_equivalence), ("calls", check_calls), ("logs", check_logs)):
         found = check(sbs)
         assert not found, format_report(f"{name}", sbs, found)
@@ -146,8 +143,8 @@ def run_case(spec: WorldSpec) -> SideBySide:
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_batched_step_matches_reference(name: str) -> None:
-    run_case(CASES[name][0])
+def test_batched_step_matches_reference(run: RunConfig, name: str) -> None:
+    run_case(run, CASES[name][0])
 
 
 def test_every_batched_behaviour_has_a_case() -> None:
@@ -160,19 +157,19 @@ def ops(sbs: SideBySide) -> list[str]:
     return [c.op for c in sbs.impl.model.calls]
 
 
-def test_greedy_mix_takes_the_batched_paths() -> None:
-    sbs = run_case(CASES["greedy rows, batched argmax"][0])
+def test_greedy_mix_takes_the_batched_paths(run: RunConfig) -> None:
+    sbs = run_case(run, CASES["greedy rows, batched argmax"][0])
     assert ops(sbs).count("argmax_batch") == 1 and ops(sbs).count("run_mtp_propose_batched") == 1
     assert all(a.pending_drafts for a in sbs.impl.world.active)
 
 
-def test_stride_overflow_logs_debug_and_leaves_no_drafts() -> None:
-    sbs = run_case(CASES["meta stride overflow"][0])
+def test_stride_overflow_logs_debug_and_leaves_no_drafts(run: RunConfig) -> None:
+    sbs = run_case(run, CASES["meta stride overflow"][0])
     assert any(r.level == "DEBUG" and "exceeds meta stride" in r.message for r in sbs.impl.logs)
     assert not any(a.pending_drafts for a in sbs.impl.world.active)
 
 
-def test_decode_batch_failure_finishes_every_row_and_calls_nothing_else() -> None:
-    sbs = run_case(CASES["decode_batch fails"][0])
+def test_decode_batch_failure_finishes_every_row_and_calls_nothing_else(run: RunConfig) -> None:
+    sbs = run_case(run, CASES["decode_batch fails"][0])
     assert ops(sbs) == ["decode_batch"]
     assert all(a.finished and not a.pending_drafts for a in sbs.impl.world.active)

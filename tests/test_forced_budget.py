@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from properties.forced_budget import ENV_FORCED_BUDGET, budget, over_budget
+from properties.config import RunConfig
+from properties.forced_budget import over_budget
 
 pytest_plugins = ["pytester"]
 
@@ -20,12 +21,13 @@ def test_the_budget_is_a_fraction_of_the_decisions() -> None:
     assert why is not None and "11 of 1000" in why and "allowed 10" in why
 
 
-def test_a_malformed_budget_is_an_error_naming_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV_FORCED_BUDGET, "lots")
-    with pytest.raises(ValueError, match=ENV_FORCED_BUDGET):
-        budget()
-    monkeypatch.setenv(ENV_FORCED_BUDGET, "0.5")
-    assert budget() == 0.5
+def test_a_malformed_budget_is_an_error_naming_the_option_and_variable() -> None:
+    with pytest.raises(ValueError, match=r"--forced-budget \(or MTP_VERIFY_FORCED_BUDGET\)"):
+        RunConfig.build({}, {"MTP_VERIFY_FORCED_BUDGET": "lots"})
+    with pytest.raises(ValueError, match="expected a fraction"):
+        RunConfig.build({"forced_budget": "1.5"}, {})
+    assert RunConfig.build({}, {"MTP_VERIFY_FORCED_BUDGET": "0.5"}).forced_budget == 0.5
+    assert RunConfig.build({"forced_budget": "0.25"}, {"MTP_VERIFY_FORCED_BUDGET": "0.5"}).forced_budget == 0.25
 
 
 def test_the_plugin_fails_a_passing_test_over_budget(pytester: pytest.Pytester) -> None:
@@ -40,6 +42,6 @@ def test_the_plugin_fails_a_passing_test_over_budget(pytester: pytest.Pytester) 
             counters.count_run(1, [0.1], 100)
         """
     )
-    result = pytester.runpytest("-p", "properties.forced_budget")
+    result = pytester.runpytest("-p", "properties.plugin", "--forced-budget", "0.01")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*near-tie budget exceeded: 5 of 100*"])

@@ -11,7 +11,7 @@ from batched.step import step_mtp_bootstrap_batched
 from properties.generation_report import format_generation_report
 from properties.generation_run import run_script
 from properties.generation_spec import Action, GenerationSpec, RequestSpec, Script
-from properties.impl import plain
+from properties.impl import load, plain
 from properties.promote_generation import GENERATION_REGRESSIONS, promote
 from properties.replay_generation import read_script
 from properties.specs import FaultSpec, ModelSpec, StepSpec
@@ -43,7 +43,7 @@ def test_script_json_round_trip() -> None:
 
 
 def test_the_script_replays_without_a_difference() -> None:
-    run = run_script(SCRIPT)
+    run = run_script(SCRIPT, load())
     assert run.failed_at is None, run.mismatches
     s = run.pair.stats
     assert s.generations == 4 and s.reasons["aborted"] == 1 and s.batched_bootstraps >= 1
@@ -82,6 +82,6 @@ def test_promotion_keeps_the_script_on_the_cpu_with_its_note(tmp_path: Path) -> 
 
 
 def test_a_verify_that_restores_d1s_differing_checkpoints_leaves_equal_worlds() -> None:
-    run = run_script(read_script(GENERATION_REGRESSIONS / "d1-checkpoint-read-by-a-later-verify.json"))
+    run = run_script(read_script(GENERATION_REGRESSIONS / "d1-checkpoint-read-by-a-later-verify.json"), load())
     assert run.failed_at is None, run.mismatches
     assert run.pair.stats.d1_opened == 2 and run.pair.stats.d1_reads == 1 and not run.pair.open_d1

@@ -21,10 +21,12 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
+from properties.aimed_worlds import dispatch_specs
+from properties.config import RunConfig
 from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.fixed_sample import fixed_sample
 from properties.harness import SideBySide, run_side_by_side
-from properties.run_config import RunConfig
+from properties.impl import load
 from properties.specs import WorldSpec
 from properties.strategies import fault_specs, wide_world_specs, world_specs
 from properties.world import build_world
@@ -160,7 +162,7 @@ def measure() -> Measured:
     v["own top token an EOS id (of held)"] = fraction(sum(r.eos_top for r in held), len(held))
     groups = drafts = two = grammar_rows = grammar_ended = tied = boot_rows = 0
     for spec in p1:
-        sbs = run_side_by_side(spec)
+        sbs = run_side_by_side(spec, load())
         for row in sbs.ref.model.rows.values():
             boot_rows += 1
             top2 = row.double().topk(2).values
@@ -186,9 +188,7 @@ def measure() -> Measured:
     seqs = [a for w in worlds for a in w.active]
     v["sequences without a tool-call-end token"] = fraction(sum(a.tool_call_end_token is None for a in seqs), len(seqs))
 
-    from properties.test_p2_gate import dispatch_specs
-
-    dispatch = draw_sample(dispatch_specs(), DISPATCH_SAMPLE)
+    dispatch = draw_sample(dispatch_specs(RUN), DISPATCH_SAMPLE)
     v["DFlash drafter (dispatch specs)"] = fraction(
         sum(s.model.dflash_gamma is not None for s in dispatch), len(dispatch)
     )
@@ -197,7 +197,7 @@ def measure() -> Measured:
     hits = 0
     for spec in p4:
         out.planned |= {(f.op, f.call) for f in spec.faults}
-        got = fired_calls(run_side_by_side(spec))
+        got = fired_calls(run_side_by_side(spec, load()))
         hits += bool(got)
         out.fired_calls |= got
         out.fired_kinds.update((f.op, f.kind) for f in spec.faults if (f.op, f.call) in got)

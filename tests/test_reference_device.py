@@ -13,16 +13,23 @@ import torch
 from batched.step import step_mtp_bootstrap_batched
 from properties.call_checks import check_calls
 from properties.compare import check_equivalence
+from properties.config import RunConfig
 from properties.fixed_sample import fixed_sample
 from properties.harness import run_side_by_side
-from properties.impl import plain
-from properties.run_config import ENV_REFERENCE_DEVICE, RunConfig, reference_device_for
+from properties.impl import load, plain
 from properties.specs import ModelSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.world import build_world, on_device
 from properties.world_state import state_buffers
 
 EXAMPLES = 12
+
+
+def reference_device_for(device: str, numerics: str, env: dict[str, str]) -> str:
+    """Where the configuration built on the CPU from `env` puts the reference for `device`."""
+    from properties.config import reference_device_for as resolve
+
+    return resolve(device, numerics, env.get("MTP_VERIFY_REFERENCE_DEVICE", "same"))
 
 
 @functools.lru_cache(maxsize=2)
@@ -74,31 +81,24 @@ def test_a_reference_on_another_device_needs_fast_numerics() -> None:
         ("cpu", "cpu", "exact", ""),
     ],
 )
-def test_reference_device_switch(
-    monkeypatch: pytest.MonkeyPatch, value: str | None, device: str, numerics: str, want: str
-) -> None:
-    if value is None:
-        monkeypatch.delenv(ENV_REFERENCE_DEVICE, raising=False)
-    else:
-        monkeypatch.setenv(ENV_REFERENCE_DEVICE, value)
-    assert reference_device_for(device, numerics) == want
+def test_reference_device_switch(value: str | None, device: str, numerics: str, want: str) -> None:
+    env = {} if value is None else {"MTP_VERIFY_REFERENCE_DEVICE": value}
+    assert reference_device_for(device, numerics, env) == want
 
 
 @pytest.mark.parametrize("value", ["gpu", "CPU", "cuda"])
-def test_reference_device_switch_names_a_bad_value(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv(ENV_REFERENCE_DEVICE, value)
-    with pytest.raises(ValueError, match=ENV_REFERENCE_DEVICE):
-        reference_device_for("cuda", "fast")
+def test_reference_device_switch_names_a_bad_value(value: str) -> None:
+    with pytest.raises(ValueError, match="MTP_VERIFY_REFERENCE_DEVICE"):
+        reference_device_for("cuda", "fast", {"MTP_VERIFY_REFERENCE_DEVICE": value})
 
 
-def test_exact_numerics_refuse_a_cpu_reference_for_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ENV_REFERENCE_DEVICE, "cpu")
+def test_exact_numerics_refuse_a_cpu_reference_for_cuda() -> None:
     with pytest.raises(ValueError, match="needs fast numerics"):
-        reference_device_for("cuda", "exact")
+        reference_device_for("cuda", "exact", {"MTP_VERIFY_REFERENCE_DEVICE": "cpu"})
 
 
 def check(spec: WorldSpec, impl=None) -> list[str]:  # type: ignore[no-untyped-def]
-    sbs = run_side_by_side(spec, plain(impl) if impl is not None else None)
+    sbs = run_side_by_side(spec, plain(impl) if impl is not None else load())
     assert sbs.ref.world.model.device == torch.device("cpu")
     assert sbs.impl.world.model.device == torch.device("cpu")  # brought back before the checks
     return [m.field for m in check_equivalence(sbs) + check_calls(sbs)]

@@ -10,18 +10,19 @@ from hypothesis import strategies as st
 
 from batched.row_table import row_classes
 from batched.step import greedy_eligible
-from properties.run_config import current
+from properties.config import RunConfig
 from properties.specs import StepSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.world import build_world, sched_for
 from reference.eos_hold import presample_hold_for
 from reference.penalties import PositionKind, penalty_params_for
 
-RUN = current()
 
-
-@given(spec=world_specs(RUN), lever=st.booleans(), fast=st.booleans(), force=st.booleans())
-def test_classes_are_the_per_row_functions(spec: WorldSpec, lever: bool, fast: bool, force: bool) -> None:
+@given(data=st.data(), lever=st.booleans(), fast=st.booleans(), force=st.booleans())
+def test_classes_are_the_per_row_functions(
+    run: RunConfig, data: st.DataObject, lever: bool, fast: bool, force: bool
+) -> None:
+    spec: WorldSpec = data.draw(world_specs(run), label="spec")
     w = build_world(spec)
     w.sched.levers.mtp_boot_argmax = lever
     sampling = replace(w.verify_ctx.sampling, fast_greedy_grammar=fast, force_temp_zero=force)

@@ -14,7 +14,7 @@ import redis
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from nightly.cli import main
-from nightly.database import developer_database, nightly_database
+from properties.databases import developer_database, nightly_database
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY, VALUE = b"test key", b"an example"
@@ -61,7 +61,7 @@ SUITE = """
 
     from hypothesis import given, settings, strategies as st
 
-    from nightly.database import nightly_database
+    from properties.databases import nightly_database
 
     DB = nightly_database(os.environ["MTP_VERIFY_DB"], Path(os.environ["MTP_VERIFY_DB_DIR"]))
     FINDER = os.environ["SUITE_ROLE"] == "finder"

@@ -9,7 +9,7 @@ import fakeredis
 import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase
 
-from nightly.database import describe, developer_database, is_redis_url, nightly_database, redact
+from properties.databases import describe, developer_database, is_redis_url, nightly_database, redact
 
 KEY, VALUE = b"test key", b"an example"
 
