@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from benchmarks.p1_specs import p1_run_config, p1_specs
-from properties.compare import check_equivalence
+from properties.checks.compare import check_equivalence
 from properties.harness import run_side_by_side
 from properties.impl import load
 from properties.specs import WorldSpec

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from batched.vector_model import VectorMtpModel
+from batched.vector.model import VectorMtpModel
 from benchmarks.settings import BenchSettings
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from properties.world import World, build_world, draft_table_len

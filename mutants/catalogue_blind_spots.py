@@ -14,10 +14,10 @@ from mutants.spec import Mutant, mutant
 
 STEP = "batched/step.py"
 MODEL = "batched/batched_model.py"
-CUTS = "batched/batch_cuts.py"
-SAMPLING = "batched/batch_sampling.py"
-REQUESTS = "batched/sample_requests.py"
-VSTEP = "batched/vector_step.py"
+CUTS = "batched/vector/cuts.py"
+SAMPLING = "batched/vector/sampling_pass.py"
+REQUESTS = "batched/vector/sample_requests.py"
+VSTEP = "batched/vector/step.py"
 LOG_IMPORT = "from reference.telemetry import log\n"
 CKPT_ERROR = 'log.error(f"batched bootstrap start_checkpoint_async: {format_chain(e)}")'
 STASH_ERROR = 'log.error(f"batched bootstrap stash_verify_hidden_rows: {format_chain(e)}")'

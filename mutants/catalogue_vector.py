@@ -1,4 +1,4 @@
-"""Mutants of the fully batched step (`batched/vector_step.py` and the one-pass sampler it stands on):
+"""Mutants of the fully batched step (`batched/vector/step.py` and the one-pass sampler it stands on):
 the bugs a batched sampler and a vectorised step are prone to. Each runs the suite against that
 implementation (`Mutant.impl`)."""
 
@@ -6,21 +6,21 @@ from __future__ import annotations
 
 from mutants.spec import Mutant, mutant
 
-VECTOR_IMPL = "batched.vector_step:step_mtp_bootstrap_vectorized"
-SAMPLE = "batched/batch_sampling.py"
-CUTS = "batched/batch_cuts.py"
-MASKS = "batched/batch_masks.py"
-NOISE = "batched/batch_noise.py"
-REQUESTS = "batched/sample_requests.py"
-ROWS = "batched/vector_sample.py"
-CLASSES = "batched/row_table.py"
-LOGPROBS = "batched/batch_logprobs.py"
-STEP = "batched/vector_step.py"
-PADDED = "batched/padded_passes.py"
-CHECKS = "batched/batch_checks.py"
-VMODEL = "batched/vector_model.py"
-AHEAD = "batched/propose_ahead.py"
-MIRROR = "batched/table_mirror.py"
+VECTOR_IMPL = "batched.vector.step:step_mtp_bootstrap_vectorized"
+SAMPLE = "batched/vector/sampling_pass.py"
+CUTS = "batched/vector/cuts.py"
+MASKS = "batched/vector/masks.py"
+NOISE = "batched/vector/noise.py"
+REQUESTS = "batched/vector/sample_requests.py"
+ROWS = "batched/vector/sample.py"
+CLASSES = "batched/vector/row_table.py"
+LOGPROBS = "batched/vector/logprobs.py"
+STEP = "batched/vector/step.py"
+PADDED = "batched/vector/passes.py"
+CHECKS = "batched/vector/checks.py"
+VMODEL = "batched/vector/model.py"
+AHEAD = "batched/vector/propose_ahead.py"
+MIRROR = "batched/vector/table_mirror.py"
 TOPK = "keep = torch.where((k > 0) & (k < n_finite), k, n_finite)"
 SKIP_FINISHED = "            if a.finished:\n                continue\n"
 CHECKPOINT = SKIP_FINISHED + "            try:\n                model.start_checkpoint_async"

@@ -47,7 +47,7 @@ def _property(fn: ast.FunctionDef) -> str:
 def suite_tests(root: Path, suite_dir: str = SUITE_DIR) -> list[SuiteTest]:
     """Every module-level `test_*` function of `suite_dir/test_*.py`, in file and source order."""
     out: list[SuiteTest] = []
-    for path in sorted((root / suite_dir).glob("test_*.py")):
+    for path in sorted((root / suite_dir).rglob("test_*.py")):
         tree = ast.parse(path.read_text(), str(path))
         rel = path.relative_to(root).as_posix()
         for node in tree.body:

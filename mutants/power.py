@@ -59,10 +59,10 @@ KINDS: dict[str, tuple[str, str]] = {
 }
 # The properties measured: those that hold sampled tokens to the reference, by test file.
 PROPERTIES = {
-    "P1": "properties/test_p1_equivalence.py",
-    "P3": "properties/test_p3_proposing.py",
-    "P4": "properties/test_p4_faults.py",
-    "P9": "properties/test_p9_generations.py",
+    "P1": "properties/step/test_p1_equivalence.py",
+    "P3": "properties/step/test_p3_proposing.py",
+    "P4": "properties/step/test_p4_faults.py",
+    "P9": "properties/generations/test_p9_generations.py",
 }
 
 

@@ -20,7 +20,7 @@ from nightly.markdown import PACKED, SECTIONS
 from nightly.outputs import OUTPUT_FILES
 
 ROOT = Path(__file__).resolve().parent.parent
-P1 = "properties/test_p1_equivalence.py::test_p1_equivalence"
+P1 = "properties/step/test_p1_equivalence.py::test_p1_equivalence"
 
 
 def nightly_env() -> dict[str, str]:

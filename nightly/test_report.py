@@ -30,7 +30,7 @@ PROPERTY_FAILURE = "\n".join(
         "E       You can reproduce this test case by temporarily adding "
         "@reproduce_failure('6.170.17', b'AXic') as a decorator on your test function",
         "",
-        "properties/test_p3_calls.py:46: AssertionError",
+        "properties/step/test_p3_calls.py:46: AssertionError",
     ]
 )
 

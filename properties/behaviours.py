@@ -64,15 +64,15 @@ ALL_IDS: dict[str, str] = {**GATE, **BATCHED, **DIFFERENCES}
 COVERAGE: dict[str, tuple[str, ...]] = {}
 
 PROPERTY_MODULES = (
-    "properties.test_p1_equivalence",
-    "properties.test_p2_gate",
-    "properties.test_p3_calls",
-    "properties.test_p4_faults",
-    "properties.test_p5_differences",
-    "properties.test_p6_metamorphic",
-    "properties.test_p7_logging",
-    "properties.test_p8_bad_input",
-    "properties.test_p9_generations",
+    "properties.step.test_p1_equivalence",
+    "properties.step.test_p2_gate",
+    "properties.step.test_p3_calls",
+    "properties.step.test_p4_faults",
+    "properties.step.test_p5_differences",
+    "properties.step.test_p6_metamorphic",
+    "properties.step.test_p7_logging",
+    "properties.step.test_p8_bad_input",
+    "properties.generations.test_p9_generations",
 )
 
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
+from properties.checks.numerics import ROUNDING
 from properties.impl import DEFAULT_IMPL, Impl, load
-from properties.numerics import ROUNDING
 
 ENV_PREFIX = "MTP_VERIFY_"
 NUMERICS = ("exact", "fast")
@@ -54,7 +54,7 @@ OPTIONS = (
 @dataclass(slots=True, frozen=True)
 class Tolerance:
     """How numbers are compared in one numerics mode and dtype: bit for bit in exact numerics, else
-    within `ROUNDING[dtype]` of the unit's largest magnitude (`properties.numerics`), with the
+    within `ROUNDING[dtype]` of the unit's largest magnitude (`properties.checks.numerics`), with the
     replay oracle holding every decision."""
 
     exact: bool

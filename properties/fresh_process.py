@@ -20,7 +20,7 @@ from properties.config import RunConfig
 from properties.specs import WorldSpec
 
 # What the server imports before it forks: the suite and the spec, never a step's state.
-PRELOAD = ["properties.harness", "properties.compare", "properties.call_checks", "properties.log_checks"]
+PRELOAD = ["properties.harness", "properties.checks.compare", "properties.checks.calls", "properties.checks.logs"]
 
 
 @functools.cache
@@ -38,10 +38,10 @@ def run_fresh(specs: Sequence[WorldSpec], run: RunConfig) -> list[str]:
 
 
 def _run_all(specs: tuple[WorldSpec, ...], run: RunConfig) -> list[str]:
-    from properties.call_checks import check_calls
-    from properties.compare import check_equivalence
+    from properties.checks.calls import check_calls
+    from properties.checks.compare import check_equivalence
+    from properties.checks.logs import check_logs
     from properties.harness import run_side_by_side
-    from properties.log_checks import check_logs
     from properties.report import format_report
 
     impl = run.impl

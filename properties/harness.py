@@ -4,10 +4,10 @@ The implementation runs first, with the spec's fault plan injected, every model 
 captured, and the numbers it decided on kept (its logits rows and drafter rows). Its call outcomes
 are translated into per-sequence faults for the reference (`properties.translate`), which then runs
 on a fresh copy of the same world with its decisions recorded. The translation trusts only calls
-that match the plan the reference's outcome implies (`properties.call_plan`), so the two are settled
+that match the plan the reference's outcome implies (`properties.checks.call_plan`), so the two are settled
 together: the reference re-runs until the translated faults no longer change. In fast numerics, a
 decision the implementation took otherwise is forced onto the reference when the replay oracle
-explains it by rounding (`properties.replay_oracle`), and the reference re-runs again.
+explains it by rounding (`properties.checks.replay_oracle`), and the reference re-runs again.
 
 In fast numerics the reference may run on another device than the implementation
 (`ModelSpec.reference_device`, the CPU while the implementation runs on a GPU): the world is built
@@ -25,13 +25,14 @@ from typing import Any
 
 import torch
 
-from properties import counters, outside
-from properties.call_plan import Plan, expected_plan
+from properties import counters
+from properties.checks import outside
+from properties.checks.call_plan import Plan, expected_plan
+from properties.checks.mismatch import Mismatch
+from properties.checks.replay_oracle import ForcedDecision, Replay, next_forced
 from properties.config import DEFAULT_REPLAYS
 from properties.faults import FaultyModel
 from properties.impl import Impl
-from properties.mismatch import Mismatch
-from properties.replay_oracle import ForcedDecision, Replay, next_forced
 from properties.report import format_report
 from properties.specs import WorldSpec
 from properties.translate import Envelope, Translation, translate
@@ -82,7 +83,7 @@ class SideBySide:
 def run_guarded(
     world: World, model: FaultyModel, impl: Impl, decisions: DecisionLog | None = None
 ) -> tuple[Side, list[Mismatch]]:
-    """`run_step` of the implementation, and what it changed outside its world (`properties.outside`):
+    """`run_step` of the implementation, and what it changed outside its world (`properties.checks.outside`):
     weights it wrote are put back before this returns."""
     models = [world.model]
     outside.remember_weights(models)

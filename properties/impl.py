@@ -23,8 +23,8 @@ from typing import Any
 StepFn = Callable[..., Any]
 REGISTRY: dict[str, str] = {
     "literal": "batched.step:step_mtp_bootstrap_batched",
-    "vector": "batched.vector_step:step_mtp_bootstrap_vectorized",
-    "vector-gathered": "batched.vector_step_gathered:step_mtp_bootstrap_vectorized_gathered",
+    "vector": "batched.vector.step:step_mtp_bootstrap_vectorized",
+    "vector-gathered": "batched.vector.gathered:step_mtp_bootstrap_vectorized_gathered",
 }
 DEFAULT_IMPL = REGISTRY["literal"]
 

@@ -26,9 +26,9 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from properties import counters
+from properties.checks.forced_budget import over_budget
 from properties.config import OPTIONS, RunConfig, option_or_env
 from properties.databases import developer_database, nightly_database
-from properties.forced_budget import over_budget
 from properties.gpu import pinned_device
 
 RUN_KEY = pytest.StashKey[RunConfig]()
@@ -151,7 +151,7 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """The near-tie budget: a test whose side-by-side runs forced more than the budget's share of
-    the reference's decisions fails (`properties.forced_budget`)."""
+    the reference's decisions fails (`properties.checks.forced_budget`)."""
     report = yield
     if report.when == "call" and report.passed and item.get_closest_marker("forces_decisions") is None:
         budget = item.config.stash[RUN_KEY].forced_budget

@@ -3,8 +3,8 @@
     python -m properties.promote REPLAY.json [--name NAME] [--note TEXT] [--force]
 
 copies the replay spec a failing property wrote (the file its `replay:` line names) into
-`properties/regressions/NAME.json` (NAME defaults to the replay file's name), with the device set to
-`cpu` and an optional note saying what it caught. `properties/test_regressions.py` replays every file
+`properties/step/regressions/NAME.json` (NAME defaults to the replay file's name), with the device set to
+`cpu` and an optional note saying what it caught. `properties/step/test_regressions.py` replays every file
 there through the full checks (P1 equivalence, P3 call accounting, P7 logs) on every run, on the run's
 device. The command ends by replaying the case here and saying whether it fails now.
 """
@@ -18,16 +18,16 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from properties.call_checks import check_calls
-from properties.compare import check_equivalence
+from properties.checks.calls import check_calls
+from properties.checks.compare import check_equivalence
+from properties.checks.logs import check_logs
+from properties.checks.mismatch import Mismatch
 from properties.config import DEFAULT_REPLAYS
 from properties.harness import SideBySide, run_side_by_side
 from properties.impl import DEFAULT_IMPL, Impl, load
-from properties.log_checks import check_logs
-from properties.mismatch import Mismatch
 from properties.specs import WorldSpec
 
-REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+REGRESSIONS = Path(__file__).resolve().parent / "step" / "regressions"
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileExistsError) as e:
         print(e, file=sys.stderr)
         return 2
-    print(f"promoted to {dest}; properties/test_regressions.py replays it on every run")
+    print(f"promoted to {dest}; properties/step/test_regressions.py replays it on every run")
     spec, _ = load_regression(dest)
     _, mismatches = full_check(spec, load(args.impl))
     if mismatches:

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from properties.behaviours import ALL_IDS
+from properties.checks.mismatch import Mismatch
 from properties.impl import DEFAULT_IMPL, canonical
-from properties.mismatch import Mismatch
 from properties.specs import WorldSpec, compact
 
 if TYPE_CHECKING:

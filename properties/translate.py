@@ -10,7 +10,7 @@ sequences (a failed `argmax_batch`, a group that returned None) translate to not
 
 Only injected outcomes and organic errors the world explains (a full sequence, a stash too small,
 a drafter block table over the meta stride) translate, and only for calls whose arguments match the
-expected plan (`properties.call_plan`): an implementation that fails a call by passing it wrong
+expected plan (`properties.checks.call_plan`): an implementation that fails a call by passing it wrong
 arguments, or whose wrong call an injected fault happens to hit, must not make the reference fail
 with it. Such a call is left untranslated (the comparison then shows what it cost) and reported.
 """
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from properties.call_plan import Plan, argmax_on_device_slot, call_mismatch
+from properties.checks.call_plan import Plan, argmax_on_device_slot, call_mismatch
 from properties.faults import BAD_ROWS, Call, SeqFault
 from reference.state import SequenceState
 

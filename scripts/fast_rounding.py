@@ -1,7 +1,7 @@
 """Measure the rounding of fast numerics where the properties compare it: over generated P1 worlds
 (the suite's own strategies), how far the implementation's numbers are from the reference's, in
 units of the dtype's unit roundoff u (2^-8 for bf16, 2^-24 for float32) times the magnitude of the
-unit they belong to (`properties.numerics`): logits rows, drafter rows by draft index, and the KV,
+unit they belong to (`properties.checks.numerics`): logits rows, drafter rows by draft index, and the KV,
 drafter-KV and SSM units the step wrote. Prints a table and writes JSON; docs/numerics.md holds the
 measured figures the tolerances are set from.
 
@@ -24,7 +24,7 @@ UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
 def rel(ref: torch.Tensor, impl: torch.Tensor, computed_from: torch.Tensor | None = None) -> float:
     """The largest |ref - impl| over finite entries, relative to the magnitude of each unit (of
     `computed_from` where given: a masked row's unmasked one)."""
-    from properties.numerics import unit_scale
+    from properties.checks.numerics import unit_scale
 
     r, m = ref.detach().double(), impl.detach().double().to(ref.device)
     f = torch.isfinite(r) & torch.isfinite(m)
@@ -51,10 +51,10 @@ def main() -> None:
         MTP_VERIFY_MAX_N=str(a.max_n),
         MTP_VERIFY_REFERENCE_DEVICE=a.reference_device,
     )
+    from properties.checks.world_state import state_buffers
     from properties.config import current
     from properties.harness import run_side_by_side
     from properties.strategies import world_specs
-    from properties.world_state import state_buffers
 
     u = UNIT_ROUNDOFF[a.dtype]
     worst: dict[str, float] = {}

@@ -10,7 +10,7 @@ fi
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 for i in 0 1 2 3 4 5 6 7; do
   python3 -m nightly --minutes 2 --workers 0 --device cuda --numerics fast --shard $i/8 --shard-by seeds \
-    --tests properties/test_p1_equivalence.py --out "$res/p1-more-$i" --database-dir "/tmp/db-$i" >"$res/p1-more-$i.log" 2>&1 &
+    --tests properties/step/test_p1_equivalence.py --out "$res/p1-more-$i" --database-dir "/tmp/db-$i" >"$res/p1-more-$i.log" 2>&1 &
 done
 python3 scripts/fast_drift.py --device cuda --dtype bfloat16 --worlds 200 --n 16 --out "$res/drift-small.json" | tail -12
 python3 scripts/fast_drift.py --device cuda --dtype bfloat16 --worlds 12 --n 64 --hidden 1024 --vocab 32768 \

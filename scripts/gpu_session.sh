@@ -140,29 +140,29 @@ vector_p1p4() {  # total seconds of the part: P1 and P4 against the fully batche
   # half in fast bf16 with gathered attention (the reference's kernel: the paged kernel's other rounding alone
   # forces over 1 % of bf16 decisions), half in fast float32 with the paged kernel
   local half=$(( ($1 - SECONDS - 30) / 2 ))
-  local tests="properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py"
+  local tests="properties/step/test_p1_equivalence.py properties/step/test_p4_faults.py properties/step/test_p4_argmax_faults.py"
   # shellcheck disable=SC2086
   run p1p4-vector-gathered-bf16 $((half + 10)) $py -m nightly --minutes "$(python3 -c "print(max($half, 30) / 60)")" \
-    --device "$dev" --numerics fast --impl batched.vector_step_gathered:step_mtp_bootstrap_vectorized_gathered \
+    --device "$dev" --numerics fast --impl batched.vector.gathered:step_mtp_bootstrap_vectorized_gathered \
     --out "$res/nightly-vector-gathered-bf16" --pack --tests $tests
   # shellcheck disable=SC2086
   MTP_VERIFY_DTYPE=float32 run p1p4-vector-paged-f32 $((half + 10)) $py -m nightly \
     --minutes "$(python3 -c "print(max($half, 30) / 60)")" --device "$dev" --numerics fast \
-    --impl batched.vector_step:step_mtp_bootstrap_vectorized --out "$res/nightly-vector-paged-f32" --pack --tests $tests
+    --impl batched.vector.step:step_mtp_bootstrap_vectorized --out "$res/nightly-vector-paged-f32" --pack --tests $tests
 }
 
 vector_mutants() {  # seconds into the part by which it ends, seconds per mutant: the fully batched step's catalogue
   # in fast float32 on cuda, its paged kernel in play, one job per core sharing the GPU through MPS, at n <= MAX_N
   run mutants-vector-fast-f32 $(( ${BUDGET_S:-$1} - SECONDS )) $py -m mutants.run --numerics fast --dtype float32 \
     --device "$dev" --jobs "$jobs" --mps --timeout "${SUITE_TIMEOUT:-$2}" --max-n "${MAX_N:-16}" \
-    --impl batched.vector_step:step_mtp_bootstrap_vectorized \
+    --impl batched.vector.step:step_mtp_bootstrap_vectorized \
     --json "$res/mutants-vector-fast-f32-cuda.json" --markdown "$res/mutants-vector-fast-f32-cuda.md"
 }
 
 nearties() {  # module:function in batched, dtype, seconds: the near-ties P1 and P3 force against that step
   local name="nearties-${1%%:*}-$2"
   MTP_VERIFY_SUMMARY_JSON="$res/$name.json" run "$name" "$3" $py -m pytest -q -p no:cacheprovider \
-    -p properties.summary_plugin properties/test_p1_equivalence.py properties/test_p3_calls.py \
+    -p properties.summary_plugin properties/step/test_p1_equivalence.py properties/step/test_p3_calls.py \
     --device "$dev" --numerics fast --dtype "$2" --max-n 16 --impl "batched.$1"
 }
 
@@ -181,7 +181,7 @@ if [ "$part" = verify ]; then
   run nightly 375 $py -m nightly --minutes "${MINUTES:-5}" --device "$dev" --numerics fast --out "$res/nightly" --pack
   MTP_BENCH_HOST_EXAMPLES=${HOST_EXAMPLES:-6} run p1-host 70 $py -m pytest -q -s -p no:cacheprovider \
     benchmarks/bench_p1_host.py --device "$dev" --max-n 64 --numerics fast --benchmark-json "$res/p1-host.json"
-  run p9-fast 45 $py -m properties.p9_figures --device "$dev" --numerics fast --dtype bfloat16 --minutes 0.5
+  run p9-fast 45 $py -m properties.generations.figures --device "$dev" --numerics fast --dtype bfloat16 --minutes 0.5
 elif [ "$part" = reach ]; then  # the reference on the CPU: its tests on the GPU, rounding, throughput, nightly
   run cross-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_reference_device.py
   run rounding-cross 80 $py scripts/fast_rounding.py --device "$dev" --reference-device cpu --dtype bfloat16 \
@@ -194,15 +194,15 @@ elif [ "$part" = reach ]; then  # the reference on the CPU: its tests on the GPU
   left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
   run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
     --device "$dev" --numerics fast --reference-device cpu --out "$res/nightly" --pack \
-    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
-    properties/test_p6_metamorphic.py
+    --tests properties/step/test_p1_equivalence.py properties/step/test_p4_faults.py properties/step/test_p4_argmax_faults.py \
+    properties/step/test_p6_metamorphic.py
 elif [ "$part" = finish ]; then  # the fully batched step's benchmarks, then P1/P4/P6 for the rest of the call
   OUT="$res/vector" run vector-bench 300 bash scripts/gpu_bench_vector.sh
   left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
   run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
     --device "$dev" --numerics fast --out "$res/nightly" --pack \
-    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
-    properties/test_p6_metamorphic.py
+    --tests properties/step/test_p1_equivalence.py properties/step/test_p4_faults.py properties/step/test_p4_argmax_faults.py \
+    properties/step/test_p6_metamorphic.py
 elif [ "$part" = mps ]; then
   run profile 60 $py scripts/p1_profile.py --device "$dev" --dtype bfloat16 --max-n 64 --examples 16 \
     --python-rows 40 --out "$res/p1-profile.json"
@@ -214,8 +214,8 @@ elif [ "$part" = mps ]; then
   left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
   run nightly-p1p4p6 $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
     --device "$dev" --numerics fast --mps --out "$res/nightly" --pack \
-    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
-    properties/test_p6_metamorphic.py
+    --tests properties/step/test_p1_equivalence.py properties/step/test_p4_faults.py properties/step/test_p4_argmax_faults.py \
+    properties/step/test_p6_metamorphic.py
 elif [ "$part" = profile ]; then
   for case in vector:greedy vector:mixed batched:greedy; do
     run "step-${case/:/-}" 90 $py scripts/step_profile.py --device "$dev" --impl "${case%:*}" --mix "${case#*:}" \
@@ -233,10 +233,10 @@ elif [ "$part" = window ]; then
   done
   left=$(( ${BUDGET_S:-560} - SECONDS - 50 ))
   run nightly-vector $((left + 45)) $py -m nightly --minutes "$(python3 -c "print(max($left, 30) / 60)")" \
-    --device "$dev" --numerics fast --mps --impl batched.vector_step_gathered:step_mtp_bootstrap_vectorized_gathered \
+    --device "$dev" --numerics fast --mps --impl batched.vector.gathered:step_mtp_bootstrap_vectorized_gathered \
     --out "$res/nightly-vector" --pack \
-    --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py \
-    properties/test_p6_metamorphic.py
+    --tests properties/step/test_p1_equivalence.py properties/step/test_p4_faults.py properties/step/test_p4_argmax_faults.py \
+    properties/step/test_p6_metamorphic.py
 elif [ "$part" = check ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
@@ -354,7 +354,7 @@ elif [ "$part" = resweep ]; then
 elif [ "$part" = ahead ]; then
   run gpu-tests 60 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py -m gpu
   for numerics in fast exact; do
-    run "ahead-property-$numerics-f32" 60 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
+    run "ahead-property-$numerics-f32" 60 $py -m pytest -q -p no:cacheprovider properties/step/test_vector_ahead.py \
       --device "$dev" --numerics "$numerics" --dtype float32
   done
   run mixes-fast-f32 70 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
@@ -377,13 +377,13 @@ elif [ "$part" = where ]; then
   done
   vector_mutants 575 400
 elif [ "$part" = closeout ]; then
-  run ahead-property-fast-f32 60 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
+  run ahead-property-fast-f32 60 $py -m pytest -q -p no:cacheprovider properties/step/test_vector_ahead.py \
     --device "$dev" --numerics fast --dtype float32
   # The same property with the bug planted that it is there to catch: the pass's stream does not wait for the
   # main stream. It must fail.
   mkdir -p /tmp/planted && cat >/tmp/planted/no_stream_wait.py <<'PY'
 import torch
-import batched.vector_model as vm
+import batched.vector.model as vm
 class NoWait(torch.cuda.Stream):
     def wait_stream(self, stream):
         pass
@@ -391,12 +391,12 @@ _made = {}
 vm.side_stream = lambda device: _made.setdefault(device, NoWait(device)) if device.type == "cuda" else None
 PY
   PYTHONPATH="/tmp/planted:$PYTHONPATH" run ahead-property-planted-no-wait 60 $py -m pytest -q -p no:cacheprovider \
-    -p no_stream_wait properties/test_vector_ahead.py --device "$dev" --numerics fast --dtype float32 -x
+    -p no_stream_wait properties/step/test_vector_ahead.py --device "$dev" --numerics fast --dtype float32 -x
   run mixes-fast-f32 50 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
     --device "$dev" --numerics fast --dtype float32
   MTP_VERIFY_DTYPE=float32 run p1p4-vector-paged-f32 75 $py -m nightly --minutes 0.8 --device "$dev" \
-    --numerics fast --impl batched.vector_step:step_mtp_bootstrap_vectorized --out "$res/nightly-vector-paged-f32" \
-    --pack --tests properties/test_p1_equivalence.py properties/test_p4_faults.py properties/test_p4_argmax_faults.py
+    --numerics fast --impl batched.vector.step:step_mtp_bootstrap_vectorized --out "$res/nightly-vector-paged-f32" \
+    --pack --tests properties/step/test_p1_equivalence.py properties/step/test_p4_faults.py properties/step/test_p4_argmax_faults.py
   for mix in greedy mixed; do
     run "timers-$mix" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --out "$res/timers-$mix.json"
     run "timers-$mix-no-ahead" 30 $py scripts/step_timers.py --device "$dev" --mix "$mix" --n 64 --no-ahead \
@@ -408,8 +408,8 @@ elif [ "$part" = mirror ]; then
   run gpu-tests 80 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py tests/test_table_mirror.py -m "gpu or not gpu"
   for numerics in fast exact; do
-    run "ahead-carryover-$numerics-f32" 70 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py \
-      properties/test_model_carryover.py --impl batched.vector_step:step_mtp_bootstrap_vectorized --device "$dev" \
+    run "ahead-carryover-$numerics-f32" 70 $py -m pytest -q -p no:cacheprovider properties/step/test_vector_ahead.py \
+      properties/step/test_model_carryover.py --impl batched.vector.step:step_mtp_bootstrap_vectorized --device "$dev" \
       --numerics "$numerics" --dtype float32
   done
   run mixes-fast-f32 60 $py -m pytest -q -p no:cacheprovider tests/test_vector_step.py -k matches_reference \
@@ -442,8 +442,8 @@ elif [ "$part" = targets ]; then
   run gpu-tests 90 $py -m pytest -q -p no:cacheprovider tests/test_static_passes.py tests/test_paged_attention.py \
     tests/test_batch_sampling.py -m gpu
   run interpreter-test 120 $py -m pytest -q -p no:cacheprovider tests/test_paged_attention.py -k interpreter --tb=long
-  run ahead-fast-f32 70 $py -m pytest -q -p no:cacheprovider properties/test_vector_ahead.py tests/test_vector_step.py \
-    -k "ahead or launch" --impl batched.vector_step:step_mtp_bootstrap_vectorized --device "$dev" --numerics fast \
+  run ahead-fast-f32 70 $py -m pytest -q -p no:cacheprovider properties/step/test_vector_ahead.py tests/test_vector_step.py \
+    -k "ahead or launch" --impl batched.vector.step:step_mtp_bootstrap_vectorized --device "$dev" --numerics fast \
     --dtype float32
   for mix in greedy mixed; do
     run "bench-$mix-64" 75 $py -m pytest -q -p no:cacheprovider benchmarks/bench_bootstrap.py --device "$dev" \

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from batched.table_mirror import TableMirror
+from batched.vector.table_mirror import TableMirror
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ import json
 
 import torch
 
-from batched.paged_attention import paged_attention, split_count
+from batched.vector.attention import paged_attention, split_count
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Host time of each part of one staged host-to-device copy (`batched.static_passes.Staging`) at the
+"""Host time of each part of one staged host-to-device copy (`batched.vector.static_passes.Staging`) at the
 step's input size, the device idle and then busy: the wait for the last copy, the copy into the
 pinned buffer, the queued copy to the device, the event record; and a whole `StaticPass.load`.
 
@@ -15,7 +15,7 @@ from array import array
 
 import torch
 
-from batched.static_passes import PassCache
+from batched.vector.static_passes import PassCache
 
 
 def main() -> None:

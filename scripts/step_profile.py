@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import torch
 
-import batched.paged_attention as paged_attention
+import batched.vector.attention as paged_attention
 from benchmarks.bench_bootstrap import IMPLS
 from benchmarks.pyprofile import print_table, python_table
 from benchmarks.settings import MIXES, resolve

@@ -24,11 +24,11 @@ from typing import Any
 
 import torch
 
-import batched.propose_ahead as propose_ahead
-import batched.vector_model as vector_model
-import batched.vector_sample as vector_sample
-import batched.vector_step as vector_step
-from batched.vector_model import VectorMtpModel
+import batched.vector.model as vector_model
+import batched.vector.propose_ahead as propose_ahead
+import batched.vector.sample as vector_sample
+import batched.vector.step as vector_step
+from batched.vector.model import VectorMtpModel
 from benchmarks.settings import MIXES, resolve
 from benchmarks.worlds import VectorBench, sync
 

@@ -22,13 +22,13 @@ from typing import Any
 
 import torch
 
-import batched.paged_attention as paged_attention
-import batched.vector_model as vector_model
-import batched.vector_sample as vector_sample
-import batched.vector_step as vector_step
-from batched.static_passes import HostCopy, PassCache, Staging, StaticPass
-from batched.table_mirror import TableMirror
-from batched.vector_model import VectorMtpModel
+import batched.vector.attention as paged_attention
+import batched.vector.model as vector_model
+import batched.vector.sample as vector_sample
+import batched.vector.step as vector_step
+from batched.vector.model import VectorMtpModel
+from batched.vector.static_passes import HostCopy, PassCache, Staging, StaticPass
+from batched.vector.table_mirror import TableMirror
 from benchmarks.settings import MIXES, resolve
 from benchmarks.worlds import VectorBench, sync
 

@@ -1,4 +1,4 @@
-"""The all-rows-at-once preconditions (`batched.batch_checks`) accept only what the per-row checks of
+"""The all-rows-at-once preconditions (`batched.vector.checks`) accept only what the per-row checks of
 `BatchedMtpModel` accept, and accept every valid batch of plain ints (else the fast path is never
 taken): drawn valid batches, each with at most one corruption of the kinds a caller gets wrong."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batched.batch_checks import decode_batch_ok, propose_batch_ok
 from batched.batched_model import BatchedMtpModel
+from batched.vector.checks import decode_batch_ok, propose_batch_ok
 from reference.errors import ModelError
 from tests.test_batched_model_equiv import Mix, mixes
 

@@ -1,4 +1,4 @@
-"""The one-pass sampler (`batched.batch_sampling`), its logprobs and noise against the per-row
+"""The one-pass sampler (`batched.vector.sampling_pass`), its logprobs and noise against the per-row
 reference, bit for bit: random rows and parameters with penalties, banned ids, EOS holds, grammar
 bitmasks, top-k/top-p, tiny temperatures, ties, NaN/+inf/all -inf rows and invalid parameters.
 
@@ -15,14 +15,14 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batched.batch_logprobs import logprob_pass, to_logprobs
-from batched.batch_masks import RowProcessing
-from batched.batch_noise import gumbel_rows
-from batched.batch_sampling import SampleRequest, sample_rows
-from batched.readback import read_together
-from batched.row_scalars import divide_rows
-from batched.sample_checks import host_error
-from batched.static_passes import PassCache
+from batched.vector.logprobs import logprob_pass, to_logprobs
+from batched.vector.masks import RowProcessing
+from batched.vector.noise import gumbel_rows
+from batched.vector.readback import read_together
+from batched.vector.row_scalars import divide_rows
+from batched.vector.sample_checks import host_error
+from batched.vector.sampling_pass import SampleRequest, sample_rows
+from batched.vector.static_passes import PassCache
 from properties.grammars import SPECS, random_walk
 from reference.decisions import argmax_lowest
 from reference.errors import ModelError

@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from properties.call_checks import check_calls
-from properties.compare import check_equivalence
+from properties.checks.calls import check_calls
+from properties.checks.compare import check_equivalence
+from properties.checks.logs import check_logs
 from properties.config import RunConfig
 from properties.harness import SideBySide, run_side_by_side
-from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batched.batched_model import BatchedMtpModel
-from batched.vector_model import VectorMtpModel
+from batched.vector.model import VectorMtpModel
 from reference.errors import ModelError, format_chain
 from tests.test_batched_model_equiv import Mix, mixes
 

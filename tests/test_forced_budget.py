@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from properties.checks.forced_budget import over_budget
 from properties.config import RunConfig
-from properties.forced_budget import over_budget
 
 pytest_plugins = ["pytester"]
 

@@ -1,5 +1,5 @@
 """P9's generators reach requests that the implementation bootstraps both before and after their
-per-request state changed (`properties.generation_reach`): the EOS hold ended, the grammar
+per-request state changed (`properties.generations.reach`): the EOS hold ended, the grammar
 advanced, the penalised history grew, the speculation state moved. A fixed, derandomized sample of
 P9 runs, under this session's implementation, against the minimum count of requests for each
 change. The counts are the generators', set about two thirds of what was measured."""
@@ -11,8 +11,8 @@ from collections import Counter
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from properties import test_p9_generations as p9
-from properties.generation_reach import CHANGES
+from properties.generations import test_p9_generations as p9
+from properties.generations.reach import CHANGES
 
 EXAMPLES = 20
 # Requests seen through the implementation before and after each change, in the sample.

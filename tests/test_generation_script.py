@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from batched.step import step_mtp_bootstrap_batched
-from properties.generation_report import format_generation_report
-from properties.generation_run import run_script
-from properties.generation_spec import Action, GenerationSpec, RequestSpec, Script
+from properties.generations.promote import GENERATION_REGRESSIONS, promote
+from properties.generations.replay import read_script
+from properties.generations.report import format_generation_report
+from properties.generations.run import run_script
+from properties.generations.spec import Action, GenerationSpec, RequestSpec, Script
 from properties.impl import load, plain
-from properties.promote_generation import GENERATION_REGRESSIONS, promote
-from properties.replay_generation import read_script
 from properties.specs import FaultSpec, ModelSpec, StepSpec
 
 SPEC = GenerationSpec(ModelSpec(block_size=4, max_seq_len=32, num_slots=4), StepSpec(spec_backoff_steps=1), 7)
@@ -64,7 +64,7 @@ def test_a_broken_implementation_fails_at_the_first_differing_step(tmp_path: Pat
     run = run_script(SCRIPT, plain(drafts_dropped))
     assert run.failed_at == 5, "the second step: the first two requests lose their drafts before their verify"
     text = format_generation_report("P9 generations", run.pair, run.mismatches)
-    assert "difference(s) at engine step" in text and "replay: python -m properties.replay_generation" in text
+    assert "difference(s) at engine step" in text and "replay: python -m properties.generations.replay" in text
     assert any(m.field.startswith("step: ") or m.field == "pending_drafts" for m in run.mismatches)
 
 

@@ -101,7 +101,7 @@ def draw_sample(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
 
 @st.composite
 def p4_specs(draw: st.DrawFn) -> WorldSpec:
-    """What `properties/test_p4_faults.py` checks: its world, or the extra plan when it has none."""
+    """What `properties/step/test_p4_faults.py` checks: its world, or the extra plan when it has none."""
     spec = draw(world_specs(RUN, faults=True))
     extra = draw(fault_specs(max_faults=1))
     return spec if spec.faults else replace(spec, faults=extra)

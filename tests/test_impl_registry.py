@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from batched.vector_model import VectorMtpModel
-from batched.vector_step import step_mtp_bootstrap_vectorized
+from batched.vector.model import VectorMtpModel
+from batched.vector.step import step_mtp_bootstrap_vectorized
 from properties.impl import DEFAULT_IMPL, REGISTRY, canonical, load, plain
 from properties.specs import ModelSpec
 from properties.world import base_model
@@ -22,7 +22,7 @@ def outside_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ig
     (tmp_path / "their_engine.py").write_text(
         textwrap.dedent(
             """
-            from batched.vector_step import step_mtp_bootstrap_vectorized as step
+            from batched.vector.step import step_mtp_bootstrap_vectorized as step
 
             PREPARED = []
 
@@ -42,7 +42,7 @@ def test_a_module_that_imports_a_step_is_run_on_its_own_preparation(outside_modu
     impl = load(f"{outside_module}:step")
     assert impl.step is step_mtp_bootstrap_vectorized
     model = base_model(ModelSpec()).clone()
-    assert impl.prepare_model(model) is model, "the named module's prepare_model, not batched.vector_step's"
+    assert impl.prepare_model(model) is model, "the named module's prepare_model, not batched.vector.step's"
     assert [model] == sys.modules[outside_module].PREPARED
     assert impl.per_row_fast_greedy_calls, "the named module declares no contract: the loop's"
 

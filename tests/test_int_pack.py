@@ -1,4 +1,4 @@
-"""`batched.int_pack`: packing Python ints into int64 gives what `array("q", ...)` gives and refuses
+"""`batched.vector.int_pack`: packing Python ints into int64 gives what `array("q", ...)` gives and refuses
 what it refuses."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batched.int_pack import packed
+from batched.vector.int_pack import packed
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 

@@ -26,9 +26,9 @@ SUITE = {
             pass
     """,
 }
-P1 = "properties/test_p1_equivalence.py::test_p1_equivalence"
-P3 = "properties/test_p3_calls.py::test_p3_call_accounting"
-REG = "properties/test_regressions.py::test_regression[b6-case]"
+P1 = "properties/step/test_p1_equivalence.py::test_p1_equivalence"
+P3 = "properties/step/test_p3_calls.py::test_p3_call_accounting"
+REG = "properties/step/test_regressions.py::test_regression[b6-case]"
 
 
 def row(nodeid: str, outcome: str) -> dict:
@@ -50,7 +50,7 @@ RUN = {
 
 def suite(root: Path) -> Path:
     for name, body in SUITE.items():
-        path = root / "properties" / name
+        path = root / "properties" / "step" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(body))
     return root

@@ -1,4 +1,4 @@
-"""The paged decode attention kernel (`batched.paged_attention`): on a GPU, each row's output against
+"""The paged decode attention kernel (`batched.vector.attention`): on a GPU, each row's output against
 float64 attention over the row's own gathered positions, whatever the cache holds past its length;
 off a GPU, the fully batched step's model keeps the gather path."""
 
@@ -11,9 +11,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batched.paged_attention import paged_attention, split_count
-from batched.triton_device import available
-from batched.vector_model import VectorMtpModel
+from batched.vector.attention import paged_attention, split_count
+from batched.vector.model import VectorMtpModel
+from batched.vector.triton_device import available
 from tests.interpreted import run_interpreted
 from tests.test_batched_model_equiv import base_model
 
@@ -140,7 +140,7 @@ def test_the_step_reads_the_cache_in_place_in_fast_numerics_on_a_gpu() -> None:
     from dataclasses import replace
 
     from batched.batched_model import BatchedMtpModel
-    from batched.paged_attention import paged_read
+    from batched.vector.attention import paged_read
 
     cfg = replace(base_model("bfloat16").cfg, device="cuda", numerics="fast")
     model = VectorMtpModel.from_model(BatchedMtpModel(cfg))
@@ -150,9 +150,9 @@ def test_the_step_reads_the_cache_in_place_in_fast_numerics_on_a_gpu() -> None:
 
 
 def test_the_gathered_entry_point_is_the_step_without_the_kernel() -> None:
-    """`batched.vector_step_gathered` hands the suite a `VectorMtpModel` that never takes the paged
+    """`batched.vector.gathered` hands the suite a `VectorMtpModel` that never takes the paged
     kernel, with the fully batched step's call contract."""
-    from batched import vector_step_gathered as gathered
+    from batched.vector import gathered
     from properties.impl import load
 
     impl = load("vector-gathered")

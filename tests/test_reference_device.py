@@ -11,8 +11,9 @@ import pytest
 import torch
 
 from batched.step import step_mtp_bootstrap_batched
-from properties.call_checks import check_calls
-from properties.compare import check_equivalence
+from properties.checks.calls import check_calls
+from properties.checks.compare import check_equivalence
+from properties.checks.world_state import state_buffers
 from properties.config import RunConfig
 from properties.fixed_sample import fixed_sample
 from properties.harness import run_side_by_side
@@ -20,7 +21,6 @@ from properties.impl import load, plain
 from properties.specs import ModelSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.world import build_world, on_device
-from properties.world_state import state_buffers
 
 EXAMPLES = 12
 

@@ -15,8 +15,8 @@ import torch
 
 import batched.step
 from batched.batched_model import BatchedMtpModel
-from properties import numerics, replay_oracle
-from properties.compare import check_equivalence
+from properties.checks import numerics, replay_oracle
+from properties.checks.compare import check_equivalence
 from properties.harness import run_side_by_side
 from properties.impl import load
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec

@@ -1,4 +1,4 @@
-"""The row classes of the fully batched step (`batched.row_table`) classify every row exactly as the
+"""The row classes of the fully batched step (`batched.vector.row_table`) classify every row exactly as the
 per-row functions do: EOS hold and batched-argmax eligibility (B4, B5)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import replace
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batched.row_table import row_classes
 from batched.step import greedy_eligible
+from batched.vector.row_table import row_classes
 from properties.config import RunConfig
 from properties.specs import StepSpec, WorldSpec
 from properties.strategies import world_specs

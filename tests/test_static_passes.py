@@ -1,4 +1,4 @@
-"""The fully batched step's static-shape passes (`batched.static_passes`, `batched.padded_passes`):
+"""The fully batched step's static-shape passes (`batched.vector.static_passes`, `batched.vector.passes`):
 buckets, the padded decode and propose against `BatchedMtpModel`'s (bit for bit in exact numerics,
 every buffer compared, so a padding row's stray write fails), and on a GPU the graph replays against
 the same passes run eagerly."""
@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batched.batched_model import BatchedMtpModel
-from batched.static_passes import PassCache, StaticPass, padded, row_bucket, span_bucket
-from batched.vector_model import VectorMtpModel
+from batched.vector.model import VectorMtpModel
+from batched.vector.static_passes import PassCache, StaticPass, padded, row_bucket, span_bucket
 from reference.errors import ModelError, format_chain
 from reference.model.kernels import bits_equal
 from tests.test_batched_model_equiv import Mix, mixes

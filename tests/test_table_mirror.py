@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batched.table_mirror import TableMirror
+from batched.vector.table_mirror import TableMirror
 
 tables_of = st.lists(st.integers(0, 99), max_size=7)
 

@@ -1,4 +1,4 @@
-"""The fully batched step (`batched.vector_step`) on the hand-built mixes of
+"""The fully batched step (`batched.vector.step`) on the hand-built mixes of
 tests/test_batched_step_mixes.py: in exact numerics it leaves every sequence, cache, checkpoint and
 drafter state bit-equal to the per-sequence reference, makes the calls the oracle expects under its
 own call contract (no per-row `argmax_on_device`) and writes the seed's logs; its batched
@@ -12,16 +12,16 @@ from typing import Any
 import pytest
 import torch
 
-from batched.row_table import row_classes
 from batched.step import select_rows, step_mtp_bootstrap_batched
-from batched.vector_model import VectorMtpModel
-from batched.vector_sample import sample_all
-from batched.vector_step import PER_ROW_FAST_GREEDY_CALLS, step_mtp_bootstrap_vectorized
-from properties.call_checks import check_calls
-from properties.compare import check_equivalence
+from batched.vector.model import VectorMtpModel
+from batched.vector.row_table import row_classes
+from batched.vector.sample import sample_all
+from batched.vector.step import PER_ROW_FAST_GREEDY_CALLS, step_mtp_bootstrap_vectorized
+from properties.checks.calls import check_calls
+from properties.checks.compare import check_equivalence
+from properties.checks.logs import check_logs
 from properties.harness import SideBySide, run_side_by_side
 from properties.impl import load
-from properties.log_checks import check_logs
 from properties.report import format_report
 from properties.specs import FaultSpec, ModelSpec, StepSpec
 from properties.world import World, build_world

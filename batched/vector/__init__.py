@@ -1,0 +1,1 @@
+"""The fully batched step: step, model, sampling, passes, attention."""

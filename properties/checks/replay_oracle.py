@@ -1,0 +1,449 @@
+"""The replay oracle: the implementation's own numbers, and every decision it made on them.
+
+The harness captures the implementation's numbers: the logits row of every token decision (what its
+decode returned, by sequence) and the drafter row of every draft (`reference.capture`). Then:
+1. rows: each is within the rounding tolerance of the reference's row for the same decision
+   (`properties.checks.numerics`; bit-equal in exact numerics);
+2. replay: its token (or its sampling error), logprobs, drafts and draft confidences are exactly what
+   the reference semantics give on its own rows: the same penalties, masks, history, temperature,
+   cuts, counter-based noise and tie rule. A decision that fails this is a bug whatever the margin
+   (wrong noise, a greedy token for a sampled row, a mask applied in place, a cut off by one);
+3. divergence: where its decision differs from the reference's, and 1 and 2 hold there, the
+   reference's margin (its choice over the implementation's, in the decision's own units: logits
+   for an argmax and top-k, temperature-scaled scores for a sampled token, probability mass for a
+   top-p cut) must be within what the rows' measured difference can move it by; then the reference
+   is forced onto the implementation's choice (teacher forcing) and the comparison goes on
+   downstream. Anything else stays a difference the comparator reports.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from properties.checks.mismatch import Mismatch, short
+from properties.checks.numerics import COMPUTE_ROUNDING, differing, rounding, row_difference
+from properties.world import copy_seq
+from reference.decisions import Decision, DecisionKey, DecisionLog, argmax_lowest
+from reference.errors import ModelError
+from reference.logprobs import extract_single_logprobs
+from reference.penalties import PositionKind, penalty_params_for
+from reference.sample_step import sample_for_seq
+from reference.state import ActiveSeq, TokenLogprobs
+
+if TYPE_CHECKING:
+    from properties.harness import SideBySide
+
+CUT_KINDS = ("topk", "topp")
+
+
+@dataclass(slots=True, frozen=True)
+class ForcedDecision:
+    """A decision the reference was forced onto, with what explains it: both margins (each side's
+    choice over the other's, on its own scores), the largest difference of the two rows, and how
+    far that difference can move a margin (`bound`), all in `units`."""
+
+    key: DecisionKey
+    ref_choice: int
+    impl_choice: int
+    ref_margin: float
+    impl_margin: float
+    row_difference: float
+    bound: float
+    units: str
+
+    def text(self) -> str:
+        k = self.key
+        what = f"{k.kind} of seq {k.owner}" if k.kind == "token" else f"draft {k.index} of slot {k.owner}"
+        return (
+            f"{what} at position {k.position}: reference {self.ref_choice}, implementation {self.impl_choice}; "
+            f"margins {self.ref_margin:.3g} (reference) and {self.impl_margin:.3g} (implementation) {self.units}, "
+            f"row difference {self.row_difference:.3g}, explains up to {self.bound:.3g}"
+        )
+
+
+@dataclass(slots=True)
+class Replay:
+    """The reference semantics on the implementation's row of one sequence: the token (None when
+    the sampler refuses the row, with its error), the decision log with scores, and the logprobs."""
+
+    token: int | None
+    error: str | None
+    log: DecisionLog
+    logprobs: TokenLogprobs | None = None
+
+
+def bootstrapped(sbs: SideBySide) -> list[tuple[ActiveSeq, ActiveSeq]]:
+    """(before, implementation after) of every bootstrapped sequence, in index order."""
+    return [(sbs.before.active[i], sbs.impl.world.active[i]) for i in sbs.before.idxs]
+
+
+class _ArgmaxFails:
+    """The model with its fast-greedy argmax failing: the fault the implementation's sampling of a
+    row met (translated onto the reference), so its replay meets it too."""
+
+    def __init__(self, model: object) -> None:
+        self._model = model
+
+    def argmax_on_device(self, row: torch.Tensor) -> int:
+        raise ModelError("argmax_on_device: injected fault")
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._model, name)
+
+
+def replay_token(sbs: SideBySide, b: ActiveSeq, row: torch.Tensor) -> Replay:
+    """The reference semantics of the step's sampling for sequence `b` (as before the step) on `row`,
+    with the faults the implementation's sampling of it met (`Translation.seq_faults`)."""
+    a = copy_seq(b)
+    world = sbs.before
+    model = world.model
+    slot = b.seq.slot_idx
+    if any(f.op == "argmax_on_device" and f.slot == slot for f in sbs.translation.seq_faults):
+        model = _ArgmaxFails(model)
+    pen = penalty_params_for(a, PositionKind.VERIFY, world.sched.watchdog.min_reasoning_floor)
+    log = DecisionLog(keep_scores=True)
+    with log:
+        try:
+            tok = sample_for_seq(model, a, row, pen, world.verify_ctx)
+        except ModelError as e:
+            return Replay(None, str(e), log)
+    k = a.top_logprobs
+    lp = extract_single_logprobs(world.model, row, tok, k) if k is not None else None
+    return Replay(tok, None, log, lp)
+
+
+def replay_of(sbs: SideBySide, slot: int) -> Replay | None:
+    """The replay of sequence `slot`'s token on the implementation's row (computed once per run);
+    None when the implementation decoded no row for it."""
+    if slot not in sbs.replays:
+        row = sbs.impl.model.rows.get(slot)
+        if row is None:
+            return None
+        b = next(a for a in sbs.before.active if a.seq.slot_idx == slot)
+        sbs.replays[slot] = replay_token(sbs, b, row)
+    return sbs.replays[slot]
+
+
+def emitted(b: ActiveSeq, a: ActiveSeq) -> int | None:
+    """The token the step emitted for the sequence, if it emitted one."""
+    n = len(b.output_tokens)
+    return a.output_tokens[n] if len(a.output_tokens) > n else None
+
+
+def replay_mismatches(sbs: SideBySide) -> list[Mismatch]:
+    """Check 2: every decision of the implementation against the reference semantics on its own rows."""
+    out: list[Mismatch] = []
+    rows = sbs.impl.model.rows
+    for b, a in bootstrapped(sbs):
+        slot = b.seq.slot_idx
+        if slot in rows:
+            out += _token_replay(sbs, b, a)
+        out += _draft_replay(sbs, b, a)
+    return out
+
+
+def _token_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq) -> list[Mismatch]:
+    r = replay_of(sbs, b.seq.slot_idx)
+    assert r is not None
+    tok = emitted(b, a)
+    ids = ("B5", "B6", "B8", "B9")
+    if tok is None and r.token is not None and not a.finished:
+        return []  # nothing sampled: the decode's outcome is the comparator's to judge
+    if tok is None and r.token is not None:
+        return [Mismatch(b.seq_id, "token (replayed on its own row)", f"token {r.token}", "finished, no token", ids)]
+    if tok is not None and r.token is None:
+        return [Mismatch(b.seq_id, "token (replayed on its own row)", f"refused: {r.error}", f"token {tok}", ids)]
+    if tok is None:
+        return []
+    if tok != r.token:
+        return [Mismatch(b.seq_id, "token (replayed on its own row)", f"token {r.token}", f"token {tok}", ids)]
+    lp = a.output_logprobs[len(b.output_tokens)]
+    if not _logprobs_match(lp, r.logprobs):
+        return [Mismatch(b.seq_id, "logprobs (replayed on its own row)", short(r.logprobs), short(lp), ("B10",))]
+    return []
+
+
+def _logprobs_match(got: TokenLogprobs | None, want: TokenLogprobs | None) -> bool:
+    if got is None or want is None:
+        return got is want
+    tol = COMPUTE_ROUNDING[torch.float64]
+    scale = max([abs(want.logprob)] + [abs(v) for _, v in want.top] + [1.0])
+
+    def near(x: float, y: float) -> bool:
+        return (math.isnan(x) and math.isnan(y)) or x == y or abs(x - y) <= tol * scale
+
+    return (
+        got.token == want.token
+        and near(got.logprob, want.logprob)
+        and [i for i, _ in got.top] == [i for i, _ in want.top]
+        and all(near(x, y) for (_, x), (_, y) in zip(got.top, want.top, strict=True))
+    )
+
+
+def _draft_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq) -> list[Mismatch]:
+    if a.pending_drafts == b.pending_drafts:
+        return []
+    out: list[Mismatch] = []
+    slot, pos = a.seq.slot_idx, a.seq.seq_len
+    for i, d in enumerate(a.pending_drafts):
+        row = sbs.impl.draft_rows.get((slot, pos, i))
+        if row is None:
+            out.append(
+                Mismatch(b.seq_id, f"draft {i} (replayed)", "a drafter row the draft was decided on", "none", ("B19",))
+            )
+            break
+        want = argmax_lowest(row)
+        if d != want:
+            out.append(
+                Mismatch(b.seq_id, f"draft {i} (replayed on its own drafter row)", str(want), str(d), ("B17", "B19"))
+            )
+            break
+        if i < len(a.pending_draft_conf):
+            conf = float(torch.softmax(row.float(), dim=-1)[d])
+            if abs(a.pending_draft_conf[i] - conf) > COMPUTE_ROUNDING[torch.float32]:
+                out.append(
+                    Mismatch(
+                        b.seq_id,
+                        f"draft {i} confidence (replayed on its own drafter row)",
+                        f"{conf:.8g}",
+                        f"{a.pending_draft_conf[i]:.8g}",
+                        ("B18", "D4"),
+                    )
+                )
+    return out
+
+
+def row_mismatches(sbs: SideBySide) -> list[Mismatch]:
+    """Check 1: the implementation's rows against the reference's, for every token decision and
+    every draft both sides made from the same inputs."""
+    rtol = rounding(sbs.spec.model.dtype, sbs.spec.model.numerics == "exact")
+    seq_of = {a.seq.slot_idx: a.seq_id for a in sbs.before.active}
+    ref_rows, impl_rows = sbs.ref.model.rows, sbs.impl.model.rows
+    pairs: list[RowPair] = []
+    for b, _ in bootstrapped(sbs):
+        slot = b.seq.slot_idx
+        if slot in ref_rows and slot in impl_rows:
+            pairs.append(RowPair(b.seq_id, "logits row", ref_rows[slot], impl_rows[slot], None, ("B1", "B2")))
+    for key, row in sbs.impl.draft_rows.items():
+        ref = sbs.ref.draft_rows.get(key)
+        if ref is not None and _same_inputs(sbs, key):
+            scale = sbs.ref.unmasked_draft_rows.get(key)
+            pairs.append(RowPair(seq_of.get(key[0]), f"drafter row of draft {key[2]}", ref, row, scale, ("B17",)))
+    return [_row_mismatch(p.seq_id, p.what, p.ref, p.impl, p.ids) for p in pairs_beyond(pairs, rtol)]
+
+
+@dataclass(slots=True, frozen=True)
+class RowPair:
+    """One row both sides computed: whose, what it is, the two rows, the row the tolerance's scale
+    comes from (None: the reference row), and the behaviour ids a difference points at."""
+
+    seq_id: int | None
+    what: str
+    ref: torch.Tensor
+    impl: torch.Tensor
+    scale_from: torch.Tensor | None
+    ids: tuple[str, ...]
+
+
+def pairs_beyond(pairs: list[RowPair], rtol: float) -> list[RowPair]:
+    """The pairs whose rows differ beyond `rtol` (`properties.checks.numerics.differing`, one unit per row),
+    in order. Rows of one shape and dtype are checked in one stacked pass and one host read: each row
+    is its own unit, so stacking changes no verdict."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, p in enumerate(pairs):
+        groups.setdefault((tuple(p.ref.shape), p.ref.dtype, tuple(p.impl.shape), p.impl.dtype), []).append(i)
+    bad: set[int] = set()
+    for members in groups.values():
+        if pairs[members[0]].ref.shape != pairs[members[0]].impl.shape:
+            bad.update(members)
+            continue
+        ref = torch.stack([pairs[i].ref for i in members])
+        impl = torch.stack([pairs[i].impl.to(ref.device) for i in members])
+        scale = None
+        if any(pairs[i].scale_from is not None for i in members):
+            scale = torch.stack(
+                [(pairs[i].ref if pairs[i].scale_from is None else pairs[i].scale_from).to(ref.device) for i in members]
+            )
+        flags = differing(ref, impl, rtol, scale).flatten(1).any(dim=1).tolist()
+        bad.update(i for i, f in zip(members, flags, strict=True) if f)
+    return [p for i, p in enumerate(pairs) if i in bad]
+
+
+def _same_inputs(sbs: SideBySide, key: tuple[int, int, int]) -> bool:
+    """Whether both sides fed draft `key`'s step the same token: every earlier draft agrees."""
+    slot, _, i = key
+    ref_a = next((a for a in sbs.ref.world.active if a.seq.slot_idx == slot), None)
+    impl_a = next((a for a in sbs.impl.world.active if a.seq.slot_idx == slot), None)
+    if ref_a is None or impl_a is None or ref_a.last_token != impl_a.last_token:
+        return False
+    return ref_a.pending_drafts[:i] == impl_a.pending_drafts[:i]
+
+
+def _row_mismatch(
+    seq_id: int | None, what: str, ref: torch.Tensor, impl: torch.Tensor, ids: tuple[str, ...]
+) -> Mismatch:
+    if ref.shape != impl.shape:
+        return Mismatch(seq_id, f"{what} (shape)", str(tuple(ref.shape)), str(tuple(impl.shape)), ids)
+    return Mismatch(
+        seq_id,
+        f"{what} (beyond rounding)",
+        short(ref),
+        f"{short(impl)}; largest difference {row_difference(ref, impl):.3g}",
+        ids,
+    )
+
+
+def impl_choices(sbs: SideBySide) -> dict[DecisionKey, int]:
+    """The implementation's token and draft choices, keyed as the reference records them."""
+    choices: dict[DecisionKey, int] = {}
+    for b, a in bootstrapped(sbs):
+        tok = emitted(b, a)
+        if tok is not None:
+            choices[DecisionKey(a.seq_id, len(b.output_tokens), "token")] = tok
+        if a.pending_drafts != b.pending_drafts:
+            for i, d in enumerate(a.pending_drafts):
+                choices[DecisionKey(a.seq.slot_idx, a.seq.seq_len, "draft", i)] = d
+    return choices
+
+
+def next_forced(sbs: SideBySide) -> tuple[list[ForcedDecision], list[str]]:
+    """The first reference decision per sequence (its token, then its drafts in order) that the
+    implementation took otherwise: forced when explained (check 3), else a reason why not. Later
+    decisions of that sequence depend on it and wait for the next round."""
+    choices = impl_choices(sbs)
+    slot_of_seq = {a.seq_id: a.seq.slot_idx for a in sbs.before.active}
+    forced: list[ForcedDecision] = []
+    refused: list[str] = []
+    settled: set[int] = set()
+    for d in sbs.ref.decisions:
+        if d.key.kind in CUT_KINDS or d.forced:
+            continue
+        slot = d.key.owner if d.key.kind == "draft" else slot_of_seq[d.key.owner]
+        choice = choices.get(d.key)
+        if choice is None or choice == d.chosen or slot in settled:
+            continue
+        settled.add(slot)
+        f, why = explain(sbs, d, choice, slot)
+        if f is not None:
+            forced.append(f)
+        else:
+            refused.append(why)
+    return forced, refused
+
+
+def explain(sbs: SideBySide, d: Decision, choice: int, slot: int) -> tuple[ForcedDecision | None, str]:
+    """The forced decision for reference decision `d` taken as `choice` by the implementation, or
+    None and why it is not explained by rounding."""
+    what = f"{d.key.kind} {d.key.index} of slot {slot}" if d.key.kind == "draft" else f"token of seq {d.key.owner}"
+    rtol = rounding(sbs.spec.model.dtype, sbs.spec.model.numerics == "exact")
+    if d.key.kind == "token":
+        ref_row, impl_row = sbs.ref.model.rows.get(slot), sbs.impl.model.rows.get(slot)
+        scale = None
+        replay = replay_of(sbs, slot)
+        impl_scores = _scores_of(replay.log, d.key) if replay is not None else None
+        if replay is None or replay.token != choice:
+            return None, f"{what}: the implementation's {choice} is not the reference semantics on its own row"
+    else:
+        k = (slot, d.key.position, d.key.index)
+        ref_row, impl_row = sbs.ref.draft_rows.get(k), sbs.impl.draft_rows.get(k)
+        scale = sbs.ref.unmasked_draft_rows.get(k)
+        impl_scores = impl_row.double() if impl_row is not None else None
+        if impl_row is not None and argmax_lowest(impl_row) != choice:
+            return None, f"{what}: the implementation's {choice} is not the argmax of its own drafter row"
+    if ref_row is None or impl_row is None or d.scores is None or impl_scores is None:
+        return None, f"{what}: the rows it was decided on were not captured"
+    if bool(differing(ref_row, impl_row, rtol, scale).any()):
+        return None, f"{what}: the rows differ beyond rounding ({row_difference(ref_row, impl_row):.3g})"
+    delta = row_difference(ref_row, impl_row)
+    ref_margin = float(d.scores[d.chosen] - d.scores[choice])
+    impl_margin = float(impl_scores[choice] - impl_scores[d.chosen])
+    bound, units = _bound(sbs, d, slot, delta)
+    if ref_margin <= bound:
+        return ForcedDecision(d.key, d.chosen, choice, ref_margin, impl_margin, delta, bound, units), ""
+    cut = _cut_explains(sbs, d, slot, delta)
+    if cut is not None:
+        margin, bound, units = cut
+        return ForcedDecision(d.key, d.chosen, choice, margin, impl_margin, delta, bound, units), ""
+    return None, (
+        f"{what}: reference {d.chosen} over {choice} by {ref_margin:.3g} {units}, more than the rows' "
+        f"difference {delta:.3g} can explain ({bound:.3g})"
+    )
+
+
+def _scores_of(log: DecisionLog, key: DecisionKey) -> torch.Tensor | None:
+    return next((r.scores for r in log.records if r.key == key), None)
+
+
+def _penalty_scale(sbs: SideBySide, slot: int) -> float:
+    """How much the penalties can stretch a logit difference (repetition divides or multiplies)."""
+    a = next(x for x in sbs.before.active if x.seq.slot_idx == slot)
+    rep = a.repetition_penalty
+    return max(1.0, rep, 1.0 / rep) if rep > 0 else 1.0
+
+
+def _greedy(sbs: SideBySide, slot: int) -> bool:
+    a = next(x for x in sbs.before.active if x.seq.slot_idx == slot)
+    return a.temperature == 0.0 or sbs.before.verify_ctx.sampling.force_temp_zero
+
+
+def _bound(sbs: SideBySide, d: Decision, slot: int, delta: float) -> tuple[float, str]:
+    """How far a row difference of `delta` (in logits) can move the margin of decision `d`: each
+    of the two scores by delta (stretched by the penalties), divided by the temperature when
+    sampled."""
+    if d.key.kind == "draft":
+        return 2 * delta, "logits"
+    moved = 2 * delta * _penalty_scale(sbs, slot)
+    if _greedy(sbs, slot):
+        return moved, "logits"
+    a = next(x for x in sbs.before.active if x.seq.slot_idx == slot)
+    return moved / a.temperature, "temperature-scaled scores"
+
+
+def _cut_explains(sbs: SideBySide, d: Decision, slot: int, delta: float) -> tuple[float, float, str] | None:
+    """Where the two choices differ because a top-k or top-p cut fell otherwise: (margin, bound,
+    units) of a cut at this position within what `delta` explains, else None. A top-k margin is in
+    logits; a top-p margin in probability mass, which a logit difference moves by a factor of at
+    most exp(moved / temperature)."""
+    if d.key.kind != "token" or _greedy(sbs, slot):
+        return None
+    a = next(x for x in sbs.before.active if x.seq.slot_idx == slot)
+    moved = 2 * delta * _penalty_scale(sbs, slot)
+    logs = [sbs.ref.decisions]
+    replay = replay_of(sbs, slot)
+    if replay is not None:
+        logs.append(replay.log.records)
+    for records in logs:
+        for r in records:
+            if r.key.owner != d.key.owner or r.key.position != d.key.position or r.key.kind not in CUT_KINDS:
+                continue
+            if r.key.kind == "topk" and r.margin <= moved:
+                return r.margin, moved, "logits (top-k cut)"
+            mass = math.expm1(moved / a.temperature)
+            if r.key.kind == "topp" and r.margin <= mass:
+                return r.margin, mass, "probability mass (top-p cut)"
+    return None
+
+
+def top_ids_explained(
+    ref: TokenLogprobs | None, impl: TokenLogprobs | None, ref_row: torch.Tensor, impl_row: torch.Tensor, rtol: float
+) -> str | None:
+    """Whether the top-logprob ids of two `TokenLogprobs` of one token differ only by rounding:
+    None when they do, else why not. The rows must agree within `rtol` (the dtype's rounding);
+    then every logprob of two rows whose logits differ by at most d
+    differs by at most 2d, so the j-th best of one row is within 2d of the other's j-th best and
+    the j-th id one row lists sits at most 4d below the other row's j-th best, on the reference row."""
+    if ref is None or impl is None or ref.token != impl.token or len(ref.top) != len(impl.top):
+        return "a different token or a different number of top logprobs"
+    if bool(differing(ref_row, impl_row, rtol).any()):
+        return f"the rows differ beyond rounding ({row_difference(ref_row, impl_row):.3g})"
+    delta = row_difference(ref_row, impl_row)
+    lp = torch.log_softmax(ref_row.detach().double(), dim=0)
+    for (r, _), (m, _) in zip(ref.top, impl.top, strict=True):
+        gap = float(lp[r] - lp[m])
+        if gap > 4 * delta:
+            return f"top id {m} for {r}: {gap:.3g} below it on the reference row, more than 4 x {delta:.3g}"
+    return None

@@ -1,0 +1,28 @@
+"""P3 with P1 and P7 at the propose-meta stride (B26): every row proposes, so the first group forms,
+and the stride sits one below, at or one above the drafter block table of one of its members, whose
+main block table is shorter. The general mixes rarely put a stride next to a table length, where a
+bound that is off by one or read from the wrong table shows."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from properties.aimed_worlds import stride_worlds
+from properties.behaviours import covers
+from properties.checks.calls import check_calls
+from properties.checks.compare import check_equivalence
+from properties.checks.logs import check_logs
+from properties.config import RunConfig
+from properties.harness import run_side_by_side
+from properties.report import format_report
+from properties.specs import WorldSpec
+
+
+@covers("P3 call accounting", "B21", "B25", "B26")
+@given(data=st.data())
+def test_p3_meta_stride_boundary(run: RunConfig, data: st.DataObject) -> None:
+    spec: WorldSpec = data.draw(stride_worlds(run), label="spec")
+    sbs = run_side_by_side(spec, run.impl, run.replays)
+    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
+    assert not mismatches, format_report("P3 meta stride", sbs, mismatches)

@@ -1,0 +1,63 @@
+"""P7: logging. The implementation writes exactly the lines the seed writes for what happened —
+errors at error, the meta-stride overflow at debug wherever it sits in the error chain, the empty
+propose at warning, the engaged notices once per process — compared as multisets (D3)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from batched.propose_log import log_propose_batched_err
+from properties.behaviours import covers
+from properties.checks.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
+from properties.checks.logs import check_logs
+from properties.config import RunConfig
+from properties.fresh_process import run_fresh
+from properties.harness import run_side_by_side
+from properties.report import format_report
+from properties.specs import WorldSpec
+from properties.stats import record_paths
+from properties.strategies import world_specs
+from reference.errors import ModelError
+from reference.telemetry import LogCapture
+
+
+@covers("P7 logging", "B3", "B6", "B7", "B9", "B13", "B21", "B22", "B24", "B25", "D3")
+@given(data=st.data(), seen=st.sets(st.sampled_from((KEY_ARGMAX, KEY_GATE, KEY_ENGAGED))))
+def test_p7_logs(run: RunConfig, data: st.DataObject, seen: set[str]) -> None:
+    spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
+    spec = replace(spec, step=replace(spec.step, seen_log_keys=tuple(sorted(seen))))
+    sbs = run_side_by_side(spec, run.impl, run.replays)
+    record_paths(sbs)
+    mismatches = check_logs(sbs)
+    assert not mismatches, format_report("P7 logging", sbs, mismatches)
+
+
+@covers("P7 logging", "B25")
+@given(depth=st.integers(0, 3), where=st.integers(0, 3), stride=st.booleans())
+def test_p7_propose_error_level_reads_the_whole_chain(depth: int, where: int, stride: bool) -> None:
+    messages = [f"layer {i}" for i in range(depth + 1)]
+    if stride:
+        messages[min(where, depth)] = "sequence slot 1: drafter block table of 9 blocks exceeds meta stride 8"
+    err = ModelError(messages[-1])
+    for m in reversed(messages[:-1]):
+        err = err.context(m)
+    with LogCapture() as cap:
+        log_propose_batched_err("prefix", err)
+    assert len(cap.records) == 1
+    record = cap.records[0]
+    assert record.level == ("DEBUG" if stride else "ERROR"), f"chain {messages}: logged at {record.level}"
+    assert record.message == "prefix: " + ": ".join(messages)
+
+
+@covers("P7 logging", "B3", "B13", "B21", "B24", "B25")
+@settings(max_examples=max(3, settings().max_examples // 6))
+@given(data=st.data())
+def test_p7_the_first_steps_of_a_process(run: RunConfig, data: st.DataObject) -> None:
+    """A process's first steps log, and leave everything, as any later step does: the examples run in
+    a process that has run no step before (`properties.fresh_process`), every check on each."""
+    specs = data.draw(st.lists(world_specs(run, faults=True), min_size=1, max_size=3), label="specs")
+    reports = run_fresh(specs, run)
+    assert not reports, "\n\n".join(reports)

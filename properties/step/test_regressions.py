@@ -1,0 +1,28 @@
+"""Every promoted failure, replayed through the full checks on every run: each file in
+`properties/step/regressions/` (written by `python -m properties.promote`) must pass P1 equivalence,
+P3 call accounting and P7 logs on the run's device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from properties.config import RunConfig
+from properties.promote import REGRESSIONS, full_check, load_regression, on_device
+from properties.report import format_report
+
+CASES = sorted(REGRESSIONS.glob("*.json"))
+
+
+def test_there_are_regression_cases() -> None:
+    assert CASES, f"no regression case in {REGRESSIONS}"
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_regression(run: RunConfig, path: Path) -> None:
+    spec, note = load_regression(path)
+    sbs, mismatches = full_check(on_device(spec, run.device), run.impl, run.replays)
+    assert not mismatches, f"regression {path.stem} ({note or 'no note'}):\n" + format_report(
+        f"regression {path.stem}", sbs, mismatches
+    )
