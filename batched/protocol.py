@@ -1,8 +1,10 @@
-"""The batched model operations the batched bootstrap calls, on top of the per-sequence ones."""
+"""The batched model operations the batched bootstrap calls, on top of the per-sequence ones, and the
+optional abilities a model may have besides (a step asks with `isinstance`, never `hasattr`)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -44,3 +46,34 @@ class BatchedModel(Model, Protocol):
 
     def can_batch_verify(self, ks: list[int]) -> bool:
         """Whether the batched-MTP envelope holds for these widths (stash room, no EP, no HSS)."""
+
+
+@runtime_checkable
+class ProposesAhead(Protocol):
+    """A model that launches a group's batched propose before its call and lets the call take it
+    (`batched.vector.propose_ahead`)."""
+
+    def propose_ahead(self, tokens: torch.Tensor, seqs: list[SequenceState], k: int, with_conf: bool) -> None:
+        """Launch the batched propose of rows 0..n-1 of the last decode from `tokens` (on the device)."""
+
+    def plan_ahead(self, seqs: list[SequenceState], k: int, with_conf: bool) -> bool:
+        """Have the next `decode_batch` of exactly `seqs` make that launch itself; False: declined."""
+
+    def settle_ahead(self) -> None:
+        """Undo a propose launched ahead that no call took; drop a plan."""
+
+
+@runtime_checkable
+class DefersCheckpoints(Protocol):
+    """A model whose checkpoint copies can run in one pass at the end of a scope."""
+
+    def deferred_checkpoints(self) -> AbstractContextManager[None]:
+        """Within the scope `start_checkpoint_async` defers its state copy; leaving it copies them all."""
+
+
+@runtime_checkable
+class HasStaticPasses(Protocol):
+    """A model whose passes run on static shapes (replayed as CUDA graphs on a GPU)."""
+
+    def pass_cache(self) -> Any:
+        """Its static passes (`batched.vector.static_passes.PassCache`)."""

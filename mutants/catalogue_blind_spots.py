@@ -14,9 +14,9 @@ from mutants.spec import Mutant, mutant
 
 STEP = "batched/step.py"
 MODEL = "batched/batched_model.py"
-CUTS = "batched/vector/cuts.py"
+CUTS = "batched/vector/rows.py"
 SAMPLING = "batched/vector/sampling_pass.py"
-REQUESTS = "batched/vector/sample_requests.py"
+REQUESTS = "batched/vector/sampling_pass.py"
 VSTEP = "batched/vector/step.py"
 LOG_IMPORT = "from reference.telemetry import log\n"
 CKPT_ERROR = 'log.error(f"batched bootstrap start_checkpoint_async: {format_chain(e)}")'

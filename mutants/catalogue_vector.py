@@ -8,12 +8,12 @@ from mutants.spec import Mutant, mutant
 
 VECTOR_IMPL = "batched.vector.step:step_mtp_bootstrap_vectorized"
 SAMPLE = "batched/vector/sampling_pass.py"
-CUTS = "batched/vector/cuts.py"
-MASKS = "batched/vector/masks.py"
+CUTS = "batched/vector/rows.py"
+MASKS = "batched/vector/rows.py"
 NOISE = "batched/vector/noise.py"
-REQUESTS = "batched/vector/sample_requests.py"
+REQUESTS = "batched/vector/sampling_pass.py"
 ROWS = "batched/vector/sample.py"
-CLASSES = "batched/vector/row_table.py"
+CLASSES = "batched/vector/sample.py"
 LOGPROBS = "batched/vector/logprobs.py"
 STEP = "batched/vector/step.py"
 PADDED = "batched/vector/passes.py"
@@ -427,7 +427,7 @@ MUTANTS: tuple[Mutant, ...] = (
         STEP,
         "B13 B20 B21",
         "the step does not undo a propose launched ahead that no call took",
-        ("        if settle is not None:  # a propose", "        if settle is None:  # a propose"),
+        ("        if ahead is not None:  # a propose", "        if ahead is None:  # a propose"),
     ),
     vector(
         "vec-tables-compared-by-length",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,55 +28,23 @@ from properties import counters
 from properties.checks import outside
 from properties.checks.call_plan import Plan, expected_plan
 from properties.checks.mismatch import Mismatch
-from properties.checks.replay_oracle import ForcedDecision, Replay, next_forced
+from properties.checks.replay_oracle import next_forced
 from properties.config import DEFAULT_REPLAYS
 from properties.faults import FaultyModel
 from properties.impl import Impl
 from properties.report import format_report
+from properties.side_by_side import Side, SideBySide
 from properties.specs import WorldSpec
 from properties.translate import Envelope, Translation, translate
 from properties.world import World, build_world, on_device
 from reference.capture import DraftRows
-from reference.decisions import Decision, DecisionKey, DecisionLog
+from reference.decisions import DecisionKey, DecisionLog
 from reference.eos_hold import eos_mask_ids
 from reference.penalties import PositionKind, penalty_params_for
 from reference.step import step_mtp_bootstrap_per_seq
-from reference.telemetry import LogCapture, LogRecord
+from reference.telemetry import LogCapture
 
 MAX_ROUNDS = 16
-
-
-@dataclass(slots=True)
-class Side:
-    """One side after its run: the world, the recording model, the logs, any exception that escaped
-    the step, the decisions recorded (reference) and the drafter rows each draft was decided on
-    (with, for rows a mask was applied to, the rows before it)."""
-
-    world: World
-    model: FaultyModel
-    logs: list[LogRecord]
-    error: BaseException | None = None
-    decisions: list[Decision] = field(default_factory=list)
-    draft_rows: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
-    unmasked_draft_rows: dict[tuple[int, int, int], torch.Tensor] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class SideBySide:
-    spec: WorldSpec
-    before: World
-    ref: Side
-    impl: Side
-    translation: Translation
-    under_test: Impl
-    plan: Plan = field(default_factory=Plan)
-    forced: dict[DecisionKey, int] = field(default_factory=dict)
-    forced_decisions: list[ForcedDecision] = field(default_factory=list)
-    unexplained: list[str] = field(default_factory=list)  # divergences the replay oracle could not explain
-    replays: dict[int, Replay] = field(default_factory=dict)  # by slot: the reference semantics on its rows
-    rounds: int = 1  # reference runs
-    outside: list[Mismatch] = field(default_factory=list)  # what the step changed outside its world
-    replay_dir: Path = DEFAULT_REPLAYS  # where a failure's replay file goes
 
 
 def run_guarded(

@@ -24,8 +24,14 @@ StepFn = Callable[..., Any]
 REGISTRY: dict[str, str] = {
     "literal": "batched.step:step_mtp_bootstrap_batched",
     "vector": "batched.vector.step:step_mtp_bootstrap_vectorized",
-    "vector-gathered": "batched.vector.gathered:step_mtp_bootstrap_vectorized_gathered",
+    # The fully batched step on a model that never takes the paged kernel: in fast numerics its
+    # attention is then the reference's own kernel over each row's gathered span. The kernel rounds
+    # otherwise, and in bfloat16 that alone forces more near-ties than the budget allows, so a GPU
+    # checks the step's logic in bf16 this way and the kernel in fast float32.
+    "vector-gathered": "batched.vector.step:step_mtp_bootstrap_vectorized",
 }
+# Registry names whose model preparation is another than their module's `prepare_model`.
+PREPARATIONS: dict[str, str] = {"vector-gathered": "batched.vector.step:prepare_gathered_model"}
 DEFAULT_IMPL = REGISTRY["literal"]
 
 
@@ -73,6 +79,9 @@ def load(name: str = DEFAULT_IMPL) -> Impl:
     if not callable(fn):
         raise ValueError(f"--impl {name!r}: module {module_name!r} has no callable {fn_name!r}")
     prepare = getattr(module, "prepare_model", None)
+    if name in PREPARATIONS:
+        prep_module, _, prep_name = PREPARATIONS[name].partition(":")
+        prepare = getattr(_module(name, prep_module), prep_name)
     if prepare is not None and not callable(prepare):
         raise ValueError(f"--impl {name!r}: {module_name}.prepare_model is not callable")
     contract = getattr(module, "PER_ROW_FAST_GREEDY_CALLS", True)

@@ -23,8 +23,9 @@ from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.checks.mismatch import Mismatch
 from properties.config import DEFAULT_REPLAYS
-from properties.harness import SideBySide, run_side_by_side
+from properties.harness import run_side_by_side
 from properties.impl import DEFAULT_IMPL, Impl, load
+from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
 
 REGRESSIONS = Path(__file__).resolve().parent / "step" / "regressions"

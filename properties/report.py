@@ -13,7 +13,7 @@ from properties.impl import DEFAULT_IMPL, canonical
 from properties.specs import WorldSpec, compact
 
 if TYPE_CHECKING:
-    from properties.harness import SideBySide
+    from properties.side_by_side import SideBySide
 
 
 def save_json(text: str, folder: Path, prefix: str = "") -> Path:

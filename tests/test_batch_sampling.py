@@ -16,12 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batched.vector.logprobs import logprob_pass, to_logprobs
-from batched.vector.masks import RowProcessing
 from batched.vector.noise import gumbel_rows
-from batched.vector.readback import read_together
-from batched.vector.row_scalars import divide_rows
-from batched.vector.sample_checks import host_error
-from batched.vector.sampling_pass import SampleRequest, sample_rows
+from batched.vector.rows import RowProcessing, divide_rows
+from batched.vector.sampling_pass import SampleRequest, host_error, read_together, sample_rows
 from batched.vector.static_passes import PassCache
 from properties.grammars import SPECS, random_walk
 from reference.decisions import argmax_lowest

@@ -13,8 +13,9 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import SideBySide, run_side_by_side
+from properties.harness import run_side_by_side
 from properties.report import format_report
+from properties.side_by_side import SideBySide
 from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 

@@ -25,8 +25,9 @@ from properties.aimed_worlds import dispatch_specs
 from properties.config import RunConfig
 from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.fixed_sample import fixed_sample
-from properties.harness import SideBySide, run_side_by_side
+from properties.harness import run_side_by_side
 from properties.impl import load
+from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
 from properties.strategies import fault_specs, wide_world_specs, world_specs
 from properties.world import build_world

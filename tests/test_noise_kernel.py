@@ -1,4 +1,4 @@
-"""The noise kernel (`batched.vector.noise_kernel`): the uniforms of `batched.vector.noise` bit for bit, run
+"""The noise kernel (`batched.vector.noise`): the uniforms of `batched.vector.noise` bit for bit, run
 by Triton's interpreter on the CPU (CI) and on a GPU."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batched.vector.noise import noise_key_rows, uniform_from_keys
-from batched.vector.noise_kernel import noise_uniform
+from batched.vector.noise import noise_key_rows, noise_uniform, uniform_from_keys
 from batched.vector.triton_device import available
 from tests.interpreted import run_interpreted
 

@@ -150,13 +150,13 @@ def test_the_step_reads_the_cache_in_place_in_fast_numerics_on_a_gpu() -> None:
 
 
 def test_the_gathered_entry_point_is_the_step_without_the_kernel() -> None:
-    """`batched.vector.gathered` hands the suite a `VectorMtpModel` that never takes the paged
-    kernel, with the fully batched step's call contract."""
-    from batched.vector import gathered
+    """`vector-gathered` hands the suite a `VectorMtpModel` that never takes the paged kernel, with
+    the fully batched step's call contract."""
+    from batched.vector.step import step_mtp_bootstrap_vectorized
     from properties.impl import load
 
     impl = load("vector-gathered")
-    assert impl.step is gathered.step_mtp_bootstrap_vectorized_gathered
+    assert impl.step is step_mtp_bootstrap_vectorized
     model = impl.prepare_model(base_model("float32").clone())
     assert isinstance(model, VectorMtpModel) and model.paged is False
     assert not impl.per_row_fast_greedy_calls

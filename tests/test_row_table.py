@@ -1,4 +1,4 @@
-"""The row classes of the fully batched step (`batched.vector.row_table`) classify every row exactly as the
+"""The row classes of the fully batched step (`batched.vector.sample`) classify every row exactly as the
 per-row functions do: EOS hold and batched-argmax eligibility (B4, B5)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batched.step import greedy_eligible
-from batched.vector.row_table import row_classes
+from batched.vector.sample import row_classes
 from properties.config import RunConfig
 from properties.specs import StepSpec, WorldSpec
 from properties.strategies import world_specs

@@ -14,15 +14,15 @@ import torch
 
 from batched.step import select_rows, step_mtp_bootstrap_batched
 from batched.vector.model import VectorMtpModel
-from batched.vector.row_table import row_classes
-from batched.vector.sample import sample_all
+from batched.vector.sample import row_classes, sample_all
 from batched.vector.step import PER_ROW_FAST_GREEDY_CALLS, step_mtp_bootstrap_vectorized
 from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
-from properties.harness import SideBySide, run_side_by_side
+from properties.harness import run_side_by_side
 from properties.impl import load
 from properties.report import format_report
+from properties.side_by_side import SideBySide
 from properties.specs import FaultSpec, ModelSpec, StepSpec
 from properties.world import World, build_world
 from reference.errors import ModelError

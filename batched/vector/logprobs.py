@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from batched.vector.row_scalars import int_column
+from batched.vector.rows import int_column
 from reference.state import TokenLogprobs
 
 

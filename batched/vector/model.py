@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from batched.batched_model import BatchedMtpModel
-from batched.vector import noise_kernel
+from batched.vector import noise
 from batched.vector.attention import paged_read, warm
 from batched.vector.checks import block_ids_in, decode_batch_ok, ints_in, propose_batch_ok, slots_ok
 from batched.vector.passes import Read, decode_padded, launch_propose, propose_padded
@@ -131,7 +131,7 @@ class VectorMtpModel(BatchedMtpModel):
         if self.attention_read() is not None:
             warm(self.device, cfg.torch_dtype, cfg.n_heads, cfg.head_dim, cfg.block_size)
         if available(self.device):
-            noise_kernel.warm(self.device, cfg.vocab_size)
+            noise.warm(self.device, cfg.vocab_size)
 
     def _check_decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int) -> None:
         """All rows at once (`batched.vector.checks`); row by row, for the message, when that fails."""

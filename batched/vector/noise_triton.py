@@ -1,4 +1,4 @@
-"""The Triton code of `batched.vector.noise_kernel` (imported only where the kernel runs: Triton resolves a
+"""The Triton code of `batched.vector.noise` (imported only where the kernel runs: Triton resolves a
 kernel's helpers among its module's globals)."""
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
-"""B4-B10 of the fully batched step: every row's token (or sampling refusal) and top logprobs, with one
-`argmax_batch` for the eligible greedy rows and one sampling pass for the rest.
+"""B4-B10 of the fully batched step: the row classes, and every row's token (or sampling refusal) and
+top logprobs, with one `argmax_batch` for the eligible greedy rows and one sampling pass for the rest.
 
-The row classes (`batched.vector.row_table.row_classes`) come from the caller, which needs them before the
-decode. The rows `argmax_batch` cannot serve are sampled first (their pass is launched before the
-call, so its device work overlaps the call's host read); when `argmax_batch` fails (B7) the eligible
-rows get a second pass. Tokens, refusal flags and logprobs of every pass come back in one host read.
+The row classes (`row_classes`: the EOS hold and the batched-argmax eligibility, with exactly the
+per-row semantics of `reference.eos_hold.presample_hold_for`, `classify_penalties` and
+`batched.step.greedy_eligible`) are two comprehensions, not tensor columns: at a batch's sizes a CPU
+tensor operation costs more (94 µs for 64 rows against 9 µs on the development CPU). The caller
+needs them before the decode. The rows `argmax_batch` cannot serve are sampled first (their pass is
+launched before the call, so its device work overlaps the call's host read); when `argmax_batch`
+fails (B7) the eligible rows get a second pass. Tokens, refusal flags and logprobs of every pass
+come back in one host read.
 """
 
 from __future__ import annotations
@@ -14,18 +18,42 @@ from dataclasses import dataclass
 
 import torch
 
-from batched.protocol import BatchedModel
+from batched.protocol import BatchedModel, HasStaticPasses
 from batched.vector.logprobs import LogprobRows, logprob_pass, to_logprobs
-from batched.vector.readback import read_together
-from batched.vector.row_scalars import int_column
-from batched.vector.sample_requests import sample_request
-from batched.vector.sampling_pass import SampledRows, outcomes, sample_pass
+from batched.vector.rows import int_column
+from batched.vector.sampling_pass import SampledRows, outcomes, read_together, sample_pass, sample_request
 from reference.errors import ModelError, format_chain
 from reference.model.kernels import argmax_rows
+from reference.penalties import reasoning_floor_holds
 from reference.sampling import SamplingError
 from reference.sched_ctx import LogitsContext, SchedCtx
 from reference.state import ActiveSeq, TokenLogprobs
 from reference.telemetry import log
+
+
+def row_classes(
+    refs: list[ActiveSeq], min_reasoning_floor: int, sched: SchedCtx, verify_ctx: LogitsContext
+) -> tuple[list[bool], list[bool]]:
+    """(held, greedy) per row of refs: EOS held before sampling (fewer output tokens than min tokens,
+    and EOS ids), and the batched argmax may serve the row (the boot-argmax lever and fast greedy on,
+    temperature 0 or forced to 0, no grammar, no EOS hold, neutral verify penalties: repetition 1,
+    frequency 0, presence 0 and no reasoning-floor ban; a NaN parameter is not neutral)."""
+    held = [len(a.output_tokens) < a.min_tokens and len(a.eos_ids) > 0 for a in refs]
+    sampling = verify_ctx.sampling
+    if not (sched.levers.mtp_boot_argmax and sampling.fast_greedy_grammar):
+        return held, [False] * len(refs)
+    force = sampling.force_temp_zero
+    greedy = [
+        (a.temperature == 0.0 or force)
+        and a.grammar_state is None
+        and not h
+        and a.repetition_penalty == 1.0
+        and a.frequency_penalty == 0.0
+        and a.presence_penalty == 0.0
+        and not reasoning_floor_holds(a, min_reasoning_floor)
+        for a, h in zip(refs, held, strict=True)
+    ]
+    return held, greedy
 
 
 @dataclass(slots=True)
@@ -73,8 +101,7 @@ def sample_all(
     held, greedy = classes
     n_greedy = sum(greedy)
 
-    passes_of = getattr(model, "pass_cache", None)  # a `VectorMtpModel`'s static passes, else eager ones
-    cache = passes_of() if passes_of is not None else None
+    cache = model.pass_cache() if isinstance(model, HasStaticPasses) else None  # else eager passes
 
     def pass_for(rows: list[int]) -> SampledRows:
         reqs = [sample_request(refs[j], j, held[j], floor, verify_ctx.sampling, vocab) for j in rows]

@@ -27,12 +27,11 @@ from __future__ import annotations
 import functools
 from contextlib import nullcontext
 
-from batched.protocol import BatchedModel
+from batched.protocol import BatchedModel, DefersCheckpoints, ProposesAhead
 from batched.step import propose_from_stash, select_rows
 from batched.vector.logprobs import check_count
 from batched.vector.model import VectorMtpModel
-from batched.vector.row_table import row_classes
-from batched.vector.sample import RowResult, sample_all
+from batched.vector.sample import RowResult, row_classes, sample_all
 from reference.adaptive_spec import spec_allowed, tick_serial
 from reference.emit import emit_token
 from reference.errors import ModelError, format_chain
@@ -52,6 +51,11 @@ def prepare_model(model: BatchedModel) -> VectorMtpModel:
     return VectorMtpModel.from_model(model)  # type: ignore[arg-type]
 
 
+def prepare_gathered_model(model: BatchedModel) -> VectorMtpModel:
+    """`prepare_model` without the paged kernel: attention over each row's gathered span."""
+    return VectorMtpModel.from_model(model, paged=False)  # type: ignore[arg-type]
+
+
 def step_mtp_bootstrap_vectorized(
     model: BatchedModel,
     active: list[ActiveSeq],
@@ -66,8 +70,8 @@ def step_mtp_bootstrap_vectorized(
     classes = row_classes(refs, sched.watchdog.min_reasoning_floor, sched, verify_ctx)  # B4, B5
     plan = ahead_plan(model, refs, sched, ladder_nd)
     # Every row's token is the decode's argmax (B6), on the device before decode_batch returns.
-    greedy_group = plan is not None and all(classes[1]) and hasattr(model, "plan_ahead")
-    in_decode = greedy_group and model.plan_ahead(seqs, *plan)  # type: ignore[attr-defined,misc]
+    ahead = model if isinstance(model, ProposesAhead) else None
+    in_decode = plan is not None and all(classes[1]) and ahead is not None and ahead.plan_ahead(seqs, *plan)
     try:  # B2/B3
         logits = model.decode_batch([a.last_token for a in refs], seqs, 0)  # [n, vocab]
     except ModelError as e:
@@ -77,17 +81,16 @@ def step_mtp_bootstrap_vectorized(
         return
 
     launch = None  # the propose ahead, launched by the sampling once the rows' tokens are on the device
-    if plan is not None and not in_decode:
-        launch = functools.partial(model.propose_ahead, seqs=seqs, k=plan[0], with_conf=plan[1])  # type: ignore[attr-defined]
+    if plan is not None and ahead is not None and not in_decode:
+        launch = functools.partial(ahead.propose_ahead, seqs=seqs, k=plan[0], with_conf=plan[1])
     try:
         results = sample_all(model, logits, refs, sched, verify_ctx, classes, launch)
         proposing = emit_rows(refs, results, sched)
         if proposing and stash_all(model, n):  # B13
             propose_from_stash(model, refs, proposing, sched, ladder_nd)
     finally:
-        settle = getattr(model, "settle_ahead", None)
-        if settle is not None:  # a propose launched ahead and not taken leaves nothing behind
-            settle()
+        if ahead is not None:  # a propose launched ahead and not taken leaves nothing behind
+            ahead.settle_ahead()
     checkpoint_rows(model, refs)  # B23
 
     if sched.telemetry.once("log:mtp_batched_bootstrap"):
@@ -104,7 +107,7 @@ def ahead_plan(model: BatchedModel, refs: list[ActiveSeq], sched: SchedCtx, ladd
     full ladder) and allowed to speculate; else None. The call decides whether it takes the result; a
     wrong guess costs a pass."""
     n = len(refs)
-    if not hasattr(model, "propose_ahead") or n < 2 or ladder_nd < 1 or max(model.mtp_propose_batch_max(), 1) < n:
+    if not isinstance(model, ProposesAhead) or n < 2 or ladder_nd < 1 or max(model.mtp_propose_batch_max(), 1) < n:
         return None
     if any(a.grammar_state is not None or a.max_tokens - len(a.output_tokens) - 1 < ladder_nd for a in refs):
         return None
@@ -151,8 +154,7 @@ def stash_all(model: BatchedModel, n: int) -> bool:
 def checkpoint_rows(model: BatchedModel, refs: list[ActiveSeq]) -> None:
     """B23: every unfinished row checkpoints, in row order; a failure is logged. The state copies run
     in one pass inside the model's `deferred_checkpoints` scope when it has one."""
-    scope = getattr(model, "deferred_checkpoints", None)
-    with scope() if scope is not None else nullcontext():
+    with model.deferred_checkpoints() if isinstance(model, DefersCheckpoints) else nullcontext():
         for a in refs:
             if a.finished:
                 continue

@@ -1,5 +1,5 @@
 """Where the Triton kernels of the fully batched step (`batched.vector.attention`,
-`batched.vector.noise_kernel`) can run."""
+`batched.vector.noise`) can run."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from properties.checks.mismatch import Mismatch, short
 from properties.checks.numerics import differing, rounding
 from properties.checks.replay_oracle import replay_mismatches, row_mismatches, top_ids_explained
 from properties.checks.world_state import Owners, compare_buffers
-from properties.harness import SideBySide
+from properties.side_by_side import SideBySide
 from reference.state import ActiveSeq
 
 # Which behaviour ids a differing field points at.

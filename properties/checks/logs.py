@@ -10,7 +10,7 @@ from properties.checks.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
 from properties.checks.mismatch import Mismatch, expect
 
 if TYPE_CHECKING:
-    from properties.harness import SideBySide
+    from properties.side_by_side import SideBySide
 
 
 def expected_logs(sbs: SideBySide) -> Counter[tuple[str, str]]:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from properties.checks.mismatch import Mismatch, short
 from properties.checks.numerics import COMPUTE_ROUNDING, differing, rounding, row_difference
+from properties.side_by_side import ForcedDecision, Replay, SideBySide
 from properties.world import copy_seq
 from reference.decisions import Decision, DecisionKey, DecisionLog, argmax_lowest
 from reference.errors import ModelError
@@ -34,46 +35,7 @@ from reference.penalties import PositionKind, penalty_params_for
 from reference.sample_step import sample_for_seq
 from reference.state import ActiveSeq, TokenLogprobs
 
-if TYPE_CHECKING:
-    from properties.harness import SideBySide
-
 CUT_KINDS = ("topk", "topp")
-
-
-@dataclass(slots=True, frozen=True)
-class ForcedDecision:
-    """A decision the reference was forced onto, with what explains it: both margins (each side's
-    choice over the other's, on its own scores), the largest difference of the two rows, and how
-    far that difference can move a margin (`bound`), all in `units`."""
-
-    key: DecisionKey
-    ref_choice: int
-    impl_choice: int
-    ref_margin: float
-    impl_margin: float
-    row_difference: float
-    bound: float
-    units: str
-
-    def text(self) -> str:
-        k = self.key
-        what = f"{k.kind} of seq {k.owner}" if k.kind == "token" else f"draft {k.index} of slot {k.owner}"
-        return (
-            f"{what} at position {k.position}: reference {self.ref_choice}, implementation {self.impl_choice}; "
-            f"margins {self.ref_margin:.3g} (reference) and {self.impl_margin:.3g} (implementation) {self.units}, "
-            f"row difference {self.row_difference:.3g}, explains up to {self.bound:.3g}"
-        )
-
-
-@dataclass(slots=True)
-class Replay:
-    """The reference semantics on the implementation's row of one sequence: the token (None when
-    the sampler refuses the row, with its error), the decision log with scores, and the logprobs."""
-
-    token: int | None
-    error: str | None
-    log: DecisionLog
-    logprobs: TokenLogprobs | None = None
 
 
 def bootstrapped(sbs: SideBySide) -> list[tuple[ActiveSeq, ActiveSeq]]:

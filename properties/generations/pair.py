@@ -42,7 +42,7 @@ from properties.checks.calls import check_calls
 from properties.checks.logs import check_logs
 from properties.checks.mismatch import Mismatch
 from properties.checks.numerics import rounding
-from properties.checks.replay_oracle import ForcedDecision, next_forced, replay_mismatches
+from properties.checks.replay_oracle import next_forced, replay_mismatches
 from properties.checks.replay_oracle import row_mismatches as boot_row_mismatches
 from properties.checks.world_state import Owners
 from properties.config import DEFAULT_REPLAYS
@@ -63,18 +63,9 @@ from properties.generations.oracle import (
 from properties.generations.oracle import row_mismatches as trace_row_mismatches
 from properties.generations.reach import Reach
 from properties.generations.spec import Action, GenerationSpec, RequestSpec, Script
-from properties.harness import (
-    MAX_ROUNDS,
-    Side,
-    SideBySide,
-    decisions,
-    envelope,
-    masked_tokens,
-    plan_of,
-    run_guarded,
-    run_step,
-)
+from properties.harness import MAX_ROUNDS, decisions, envelope, masked_tokens, plan_of, run_guarded, run_step
 from properties.impl import Impl
+from properties.side_by_side import ForcedDecision, Side, SideBySide
 from properties.specs import FaultSpec
 from properties.translate import Translation, translate
 from properties.world import World, copy_seq, model_config, sched_for, shared_weights

@@ -13,8 +13,9 @@ from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
 from properties.checks.mismatch import Mismatch
 from properties.config import RunConfig
-from properties.harness import SideBySide, run_side_by_side
+from properties.harness import run_side_by_side
 from properties.report import format_report
+from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
 from properties.stats import record_paths
 from properties.strategies import fault_specs, world_specs

@@ -9,18 +9,32 @@ one at a time. The callers (`TinyMtpModel.prefill` / `forward_full`) check the i
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
+from reference.model.config import ModelConfig
 from reference.model.drafter import draft_span_blocks, drafter_rows
 from reference.model.kernels import Numerics, attention
-from reference.model.paged_kv import block_forward, pack_sections, paged_attend, row_meta, row_sections
-from reference.model.ssm import ssm_layer, ssm_scan
+from reference.model.paged_kv import PagedKv, block_forward, pack_sections, paged_attend, row_meta, row_sections
+from reference.model.ssm import SsmSlots, ssm_layer, ssm_scan
+from reference.model.weights import Weights
 from reference.state import SequenceState
 
-if TYPE_CHECKING:
-    from reference.model.model import TinyMtpModel
+
+class TinyMtpModel(Protocol):
+    """What a run reads of the model (`reference.model.model.TinyMtpModel`)."""
+
+    cfg: ModelConfig
+    nm: Numerics
+    weights: Weights
+    kv: PagedKv
+    draft_kv: PagedKv
+    ssm: SsmSlots
+    device: torch.device
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits [M, vocab] of residual rows x [M, H]."""
 
 
 def prefill(

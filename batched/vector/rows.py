@@ -1,13 +1,25 @@
-"""Logit processing for many rows at once: penalties over each row's scoped history, banned ids, the
-EOS mask while held and the grammar bitmask, on a float64 [m, V] copy of the rows. The host packs
-each row's inputs (`history_ids`, `masked_ids`, `penalty_columns`, `grammar_words`); the device
-pass (`processed_rows`) branches on nothing, so it keeps one shape for a given row count.
+"""Row processing of the one-pass sampler, for many rows at once, bit for bit the per-row path's.
 
-Row i gets exactly what `reference.sampling.processed_row` gives its row alone: repetition on the
-input values (divide a positive logit, multiply a non-positive one, for tokens seen in the history),
-then frequency (minus count * f) and presence (minus p once seen), then banned ids, EOS ids and the
-tokens the grammar does not allow set to -inf. Counts are integers (exact on every device); every
-other operation is elementwise and correctly rounded, so the batch changes no bit.
+Per-row scalars as device columns, divided by as the per-row path divides: the per-row sampler
+divides a row by a Python float (`row / temperature`, `logit / repetition`); on the CPU that is a
+true division, on CUDA PyTorch computes `a * (1 / b)` for a CPU scalar divisor, which may differ in
+the last bit, and `divide_rows` does what the per-row path does on the same device.
+
+Penalties over each row's scoped history, banned ids, the EOS mask while held and the grammar
+bitmask, on a float64 [m, V] copy of the rows: the host packs each row's inputs (`history_ids`,
+`masked_ids`, `penalty_columns`, `grammar_words`); the device pass (`processed_rows`) branches on
+nothing, so it keeps one shape for a given row count. Row i gets exactly what
+`reference.sampling.processed_row` gives its row alone: repetition on the input values, then
+frequency and presence, then banned ids, EOS ids and the tokens the grammar does not allow set to
+-inf. Counts are integers (exact on every device); every other operation is elementwise and
+correctly rounded, so the batch changes no bit.
+
+Temperature, top-k and top-p as `reference.sampling.cut_scores` does them for one row: candidates
+ranked on the processed row (stable sort, ties to the lowest id); top-k keeps the k best; scores =
+(row - max(row)) / T; top-p keeps the smallest prefix whose mass is >= p. Rows of different cut
+lengths share one [m, V] pass: a kept prefix is softmaxed with -inf after it, which adds exact zeros
+(measured bit-equal to the prefix alone on the CPU, whose cumulative sum is sequential;
+tests/test_batch_sampling.py).
 """
 
 from __future__ import annotations
@@ -20,9 +32,65 @@ from functools import lru_cache
 import torch
 import xgrammar as xgr
 
-from batched.vector.row_scalars import divide_by, divisors
+from batched.vector.int_pack import packed
 from reference.grammar import GrammarState
+from reference.model.paged_kv import to_device
 from reference.penalties import PenaltyParams
+
+
+def column(values: Sequence[float], device: torch.device) -> torch.Tensor:
+    """[m, 1] float64 on `device` from host floats (one copy, no host sync)."""
+    host = torch.frombuffer(array("d", values), dtype=torch.float64) if values else torch.zeros(0, dtype=torch.float64)
+    return to_device(host, device).view(-1, 1)
+
+
+def int_column(values: Sequence[int], device: torch.device) -> torch.Tensor:
+    """[m] int64 on `device` from host ints (one copy, no host sync)."""
+    return to_device(packed(values), device)
+
+
+def divisors(values: Sequence[float], device: torch.device) -> list[float]:
+    """What `divide_by` takes to divide by `values` on `device`: the reciprocals (computed in float64
+    on the host) on CUDA, the values themselves elsewhere."""
+    return [1.0 / d for d in values] if device.type == "cuda" else list(values)
+
+
+def divide_by(x: torch.Tensor, col: torch.Tensor) -> torch.Tensor:
+    """x [m, V] float64 with row i divided by the divisor `col` [m, 1] holds for it (`divisors`),
+    rounded as `x[i] / d` is when d is a Python float: true division on the CPU, multiplication by
+    the reciprocal on CUDA."""
+    return x * col if x.device.type == "cuda" else x / col
+
+
+def divide_rows(x: torch.Tensor, values: Sequence[float]) -> torch.Tensor:
+    """x [m, V] float64 with row i divided by values[i], as `divide_by` rounds it."""
+    return divide_by(x, column(divisors(values, x.device), x.device))
+
+
+NEG_INF = float("-inf")
+
+
+def cut_scores_rows(proc: torch.Tensor, temp_div: torch.Tensor, k: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """[m, V] float64: row i's temperature-scaled scores where top-k and top-p keep the token, -inf
+    elsewhere. proc [m, V] float64 holds the processed rows; temp_div [m, 1] the temperatures as
+    `row_scalars.divisors` gives them, k [m] int64 the top-k, p [m, 1] float64 the top-p, every
+    parameter valid (T > 0). Top-p runs for every row (a row with p >= 1 keeps its top-k cut), so
+    the pass has one shape whatever the parameters."""
+    vocab = proc.shape[1]
+    n_finite = torch.isfinite(proc).sum(-1)  # [m]
+    keep = torch.where((k > 0) & (k < n_finite), k, n_finite)  # [m]
+    scores = divide_by(proc - proc.amax(-1, keepdim=True), temp_div)  # [m, V]
+    order = torch.sort(proc, dim=-1, descending=True, stable=True).indices  # [m, V], best first
+    rank = torch.arange(vocab, device=proc.device)  # [V]
+    in_keep = rank < keep[:, None]  # [m, V] in rank order
+    probs = torch.softmax(torch.where(in_keep, scores.gather(-1, order), NEG_INF), dim=-1)
+    csum = torch.cumsum(probs, dim=-1)  # [m, V]
+    kept = torch.minimum(((csum < p) & in_keep).sum(-1) + 1, keep)
+    keep = torch.where((p[:, 0] < 1.0) & (keep > 1), kept, keep)
+    kept_ranked = rank < keep[:, None]  # [m, V] in rank order
+    kept_ids = torch.zeros_like(kept_ranked).scatter_(-1, order, kept_ranked)  # [m, V] by token id
+    return torch.where(kept_ids, scores, NEG_INF)
+
 
 NEG_INF = float("-inf")
 
