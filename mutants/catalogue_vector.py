@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from mutants.spec import Mutant, mutant
 
-VECTOR_IMPL = "batched.vector.step:step_mtp_bootstrap_vectorized"
+VECTOR_IMPL = "vector"
 SAMPLE = "batched/vector/sampling_pass.py"
 CUTS = "batched/vector/rows.py"
 MASKS = "batched/vector/rows.py"

@@ -284,7 +284,7 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
         "model": args.model or "small",
         "workers": workers,
         "mps": bool(args.mps),
-        "impl": args.impl or "batched.step:step_mtp_bootstrap_batched",
+        "impl": args.impl or "literal",
         "database": describe(database, db_dir),
         "shard": f"{shard} by {shard.by}",
         "seed": run_seed,

@@ -101,7 +101,7 @@ def test_the_report_names_each_failure_with_the_commands_that_replay_and_promote
     meta |= {
         "command": "python -m nightly --minutes 1",
         "workers": 8,
-        "impl": "batched.step:step_mtp_bootstrap_batched",
+        "impl": "literal",
         "database": "directory d",
         "shard": "0/1",
     }

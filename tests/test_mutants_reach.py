@@ -8,7 +8,7 @@ from mutants.catalogue import CATALOGUE, by_id
 from mutants.reach import applies, enclosing, reached_by
 from mutants.spec import mutant
 
-VECTOR_IMPL = "batched.vector.step:step_mtp_bootstrap_vectorized"
+VECTOR_IMPL = "vector"
 
 
 def test_enclosing_names_the_innermost_function(tmp_path: Path) -> None:
