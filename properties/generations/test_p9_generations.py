@@ -22,8 +22,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from properties.behaviours import covers
 from properties.checks.mismatch import Mismatch
 from properties.config import RunConfig
+from properties.generations.counts import PairStats
 from properties.generations.oracle import budget_text, over_budget
-from properties.generations.pair import EnginePair, PairStats
+from properties.generations.pair import EnginePair
 from properties.generations.promote import GENERATION_REGRESSIONS, on_device
 from properties.generations.replay import read_script
 from properties.generations.report import format_generation_report
