@@ -7,7 +7,6 @@ import copy
 import functools
 from dataclasses import dataclass, replace
 
-import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,15 +19,6 @@ from reference.state import SequenceState
 
 SLOTS = 24
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny kernels gain nothing from intra-op threads, and on a loaded 2-core machine every
-    parallel region waits on a descheduled thread (tens of times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @functools.cache

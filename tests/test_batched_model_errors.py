@@ -20,15 +20,6 @@ CFG = ModelConfig(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny kernels gain nothing from intra-op threads, and on a loaded 2-core machine every
-    parallel region waits on a descheduled thread (tens of times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def base() -> BatchedMtpModel:

@@ -27,15 +27,6 @@ gpu = pytest.mark.gpu
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny kernels gain nothing from intra-op threads, and on a loaded 2-core machine every
-    parallel region waits on a descheduled thread (tens of times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _world(cfg: ModelConfig, seed: int = 3) -> tuple[BatchedMtpModel, list[SequenceState], list[int]]:
     """A model with caches from `seed` (the same values in every dtype, up to rounding) and N sequences."""

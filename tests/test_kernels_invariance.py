@@ -28,15 +28,6 @@ DTYPES = [torch.float32, torch.float64]
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny kernels gain nothing from intra-op threads, and on a loaded 2-core machine every
-    parallel region waits on a descheduled thread (tens of times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _rand(gen: torch.Generator, *shape: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)

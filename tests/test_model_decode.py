@@ -19,15 +19,6 @@ from reference.state import SequenceState
 CFG = ModelConfig(n_attn_layers=2, max_seq_len=64, num_blocks=48, num_draft_blocks=48, num_slots=8, num_ssm_slots=8)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny kernels gain nothing from intra-op threads, and on a loaded 2-core machine every
-    parallel region waits on a descheduled thread (tens of times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 @pytest.fixture(scope="module")
 def base() -> TinyMtpModel:

@@ -14,16 +14,6 @@ from reference.model.model import TinyMtpModel, load_model
 from reference.model.weights import WEIGHTS_FILE, init_weights
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny kernels gain nothing from intra-op threads, and on a loaded 2-core machine every
-    parallel region waits on a descheduled thread (tens of times slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _same_weights(a: TinyMtpModel, b: TinyMtpModel) -> bool:
     sa, sb = a.weights.state_dict(), b.weights.state_dict()
     return sa.keys() == sb.keys() and all(bits_equal(sa[k], sb[k]) for k in sa)
