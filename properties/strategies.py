@@ -1,4 +1,5 @@
-"""Hypothesis strategies for worlds: model configs, sequence mixes, step levers and fault plans.
+"""Hypothesis strategies for worlds: model configs, sequence mixes and step levers (fault plans in
+`properties.fault_plans`, worlds at serving sizes in `properties.wide_worlds`).
 
 The strategies are aimed at the batched paths: most examples bootstrap two rows or more, most form a
 batched propose group that returns drafts, and a fair share form two groups (a cap of 2 is drawn
@@ -21,8 +22,8 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from properties.config import MODEL_SIZES, RunConfig
-from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
-from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
+from properties.fault_plans import fault_specs_for
+from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 GRAMMARS = ("json", "regex", "ebnf")
 SLOT_BUCKETS = (8, 16, 64, 256)
@@ -265,7 +266,7 @@ def seq_specs(
 
 
 @functools.lru_cache(maxsize=64)
-def _seq_specs_for(m: ModelSpec, long_tables: bool) -> st.SearchStrategy[SeqSpec]:
+def seq_specs_for(m: ModelSpec, long_tables: bool) -> st.SearchStrategy[SeqSpec]:
     return seq_specs(m, long_tables=long_tables)
 
 
@@ -295,91 +296,6 @@ def step_specs(draw: st.DrawFn, ladder_max: int = 8) -> StepSpec:
 
 
 STEP_SPECS = step_specs()
-
-# -- faults -----------------------------------------------------------------------------------
-# How many faults a plan carries: one most often; two (both can fire) or none besides.
-FAULT_COUNTS = {1: st.sampled_from((1, 1, 0)), 2: st.sampled_from((1, 2, 1, 0))}
-# The operation of a fault, weighted so that each (operation, call index) is planned and fires in a
-# sample of a few hundred examples: a group propose needs a group, the later calls of a per-row
-# operation need several rows, the per-row greedy scan a greedy row that samples per row and the
-# save from the stash a fallback propose, while `decode_batch` (an error or one of four bad rows)
-# and the stash are called in nearly every step.
-FAULT_OP_CHOICES = (
-    "start_checkpoint_async",
-    "decode_batch",
-    "argmax_on_device",
-    "run_mtp_propose_batched",
-    "stash_verify_hidden_rows",
-    "argmax_on_device",
-    "decode_batch",
-    "run_mtp_propose_multi",
-    "argmax_batch",
-    "save_hidden_for_mtp_from_stash",
-    "run_mtp_propose_batched",
-    "decode_batch",
-    "argmax_on_device",
-    "run_mtp_propose_multi",
-    "save_hidden_for_mtp_from_stash",
-    "run_mtp_propose_batched",
-    "start_checkpoint_async",
-)
-FAULT_OPS = st.sampled_from(FAULT_OP_CHOICES)
-FAULT_KINDS = {op: st.sampled_from(("err", *ALTERNATES[op])) for op in BATCHED_STEP_OPS}
-
-
-@functools.lru_cache(maxsize=64)
-def fault_rows(rows: int) -> st.SearchStrategy[int | None]:
-    """The member a fault hits: any row of a batch of `rows` (at least the first eight), or None."""
-    return st.one_of(st.none(), st.integers(0, max(rows, 8) - 1))
-
-
-MAX_CALL_INDEX = 2
-
-
-def in_place_edits(op: str, kind: str) -> st.SearchStrategy[bool]:
-    """Whether a fault's bad logits row is written into the tensor `decode_batch` returned rather
-    than into a copy (`FaultSpec.in_place`); False, drawing nothing, for every other fault."""
-    return st.booleans() if op == "decode_batch" and kind in BAD_ROWS else st.just(False)
-
-
-@functools.lru_cache(maxsize=8)
-def call_indices(calls: int) -> st.SearchStrategy[int]:
-    """The index of the faulted call of an operation called up to `calls` times a step (at least
-    once): the first call most often, the second or third where there are that many."""
-    return st.sampled_from(tuple(k for k in (0, 1, 2, 0, 1, 2) if k < max(1, min(calls, MAX_CALL_INDEX + 1))))
-
-
-def calls_of(op: str, rows: int, group_cap: int) -> int:
-    """How many calls of `op` a step over `rows` rows can make: one for an operation called once a
-    step, a group for every `group_cap` rows, else one per row."""
-    if op in ONCE_PER_STEP:
-        return 1
-    if op == "run_mtp_propose_batched":
-        return rows // max(group_cap, 2)
-    return rows
-
-
-@st.composite
-def fault_specs(draw: st.DrawFn, max_faults: int = 2, rows: int = 8, group_cap: int = 2) -> tuple[FaultSpec, ...]:
-    """Up to `max_faults` faults (one most often): an error or an alternate result of any model call
-    the batched step makes, at one of its first three calls (the first, for an operation called once
-    a step; one the step can make for a mix of `rows` rows and a group cap of `group_cap`), for any
-    member of a batched call. No two faults address the same call."""
-    counts = FAULT_COUNTS[max_faults] if max_faults in FAULT_COUNTS else ints(0, max_faults)
-    faults: list[FaultSpec] = []
-    for _ in range(draw(counts)):
-        op = draw(FAULT_OPS)
-        call = draw(call_indices(calls_of(op, rows, group_cap)))
-        if any(f.op == op and f.call == call for f in faults):
-            continue  # only the first fault on a call can fire
-        kind = draw(FAULT_KINDS[op])
-        faults.append(FaultSpec(op, call, kind, draw(fault_rows(rows)), draw(in_place_edits(op, kind))))
-    return tuple(faults)
-
-
-@functools.lru_cache(maxsize=64)
-def _fault_specs_for(rows: int, group_cap: int) -> st.SearchStrategy[tuple[FaultSpec, ...]]:
-    return fault_specs(2, rows, group_cap)
 
 
 # -- worlds -----------------------------------------------------------------------------------
@@ -412,7 +328,7 @@ def world_specs(
     slots = draw(permutations_of(m.num_slots))[:n]
     ssm = draw(permutations_of(m.num_slots))[:n]
     no_ssm = draw(index_sets(n, 0)) if draw(BOOLS) else frozenset()
-    seq = _seq_specs_for(m, draw(ONE_IN_4))
+    seq = seq_specs_for(m, draw(ONE_IN_4))
     seqs = tuple(replace(draw(seq), slot_idx=slots[i], ssm_slot=None if i in no_ssm else ssm[i]) for i in range(n))
     if n >= 2 and draw(ONE_IN_3):
         # a subset, of two rows or more mostly (a batch with rows that stay out of it)
@@ -428,48 +344,5 @@ def world_specs(
         bootstrap=bootstrap,
         step=draw(step) if step is not None else draw(STEP_SPECS),
         cache_seed=draw(TOKEN_SEEDS),
-        faults=draw(_fault_specs_for(len(bootstrap), m.group_cap)) if faults else (),
-    )
-
-
-# -- wide worlds --------------------------------------------------------------------------------
-# Sizes past every tile and word boundary an implementation may have inside: mixes past 16 and 64
-# rows, sequence and SSM slots past 64 and 256 (of 512), token ids past 32767 and 65535 (vocabularies
-# of 2**17 and of a tokenizer's 151665). A large vocabulary costs the CPU about as much as 10 rows do,
-# so a world is wide in rows, in vocabulary, or in both at 17-20 rows. Caches hold what the world
-# needs, not every slot's longest sequence.
-WIDE_SLOTS = 512
-WIDE_SHAPES = st.sampled_from(("rows", "vocab", "both"))
-WIDE_ROWS = st.one_of(st.integers(17, 24), st.integers(65, 72))
-WIDE_VOCABS = st.sampled_from((131072, 151665))
-WIDE_GROUP_CAPS = st.sampled_from((8, 2, 16, 64, 4))
-
-
-@st.composite
-def wide_world_specs(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
-    """A world at serving sizes (see above), with a fault plan over all its rows most of the time."""
-    shape = draw(WIDE_SHAPES)
-    n = draw({"rows": WIDE_ROWS, "vocab": ints(2, 8), "both": ints(17, 20)}[shape])
-    m = draw(model_specs(run, n))
-    m = replace(
-        m,
-        vocab_size=m.vocab_size if shape == "rows" else draw(WIDE_VOCABS),
-        num_slots=WIDE_SLOTS,
-        stash_capacity=max(64, n),
-        group_cap=draw(WIDE_GROUP_CAPS),
-    )
-    step = draw(STEP_SPECS)
-    seq = _seq_specs_for(m, False)
-    slots = draw(permutations_of(WIDE_SLOTS))[:n]
-    ssm = draw(permutations_of(WIDE_SLOTS))[:n]
-    seqs = tuple(replace(draw(seq), slot_idx=slots[i], ssm_slot=ssm[i]) for i in range(n))
-    blocks = sum(-(-(s.cache_len + 1 + step.ladder_nd) // m.block_size) + 2 for s in seqs)
-    m = replace(m, num_blocks=blocks + 8, num_draft_blocks=blocks + 8)
-    return WorldSpec(
-        model=m,
-        seqs=seqs,
-        bootstrap=tuple(range(n)),
-        step=step,
-        cache_seed=draw(TOKEN_SEEDS),
-        faults=draw(_fault_specs_for(n, m.group_cap)),
+        faults=draw(fault_specs_for(len(bootstrap), m.group_cap)) if faults else (),
     )

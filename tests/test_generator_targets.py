@@ -23,13 +23,15 @@ from hypothesis import strategies as st
 
 from properties.aimed_worlds import dispatch_specs
 from properties.config import RunConfig
+from properties.fault_plans import fault_specs
 from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.fixed_sample import fixed_sample
 from properties.harness import run_side_by_side
 from properties.impl import load
 from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
-from properties.strategies import fault_specs, wide_world_specs, world_specs
+from properties.strategies import world_specs
+from properties.wide_worlds import wide_world_specs
 from properties.world import build_world
 
 # The CPU default of a pytest run (exact numerics, float64/float32, mixes of up to 8), whatever the

@@ -12,10 +12,10 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
+from properties.fault_plans import in_place_edits
 from properties.faults import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.generations.spec import GenerationSpec, RequestSpec
 from properties.specs import FaultSpec, ModelSpec, StepSpec
-from properties.strategies import in_place_edits
 
 GRAMMARS = ("regex", "ebnf", "json")
 # Tokens of a prompt: plain tokens present in every vocabulary the strategies use.

@@ -1,5 +1,5 @@
 """P1 at serving sizes: mixes past 16 and 64 rows, sequence and SSM slots past 64 and 256, token ids
-past 32767 and 65535 (`properties.strategies.wide_world_specs`), with faults over every row. The
+past 32767 and 65535 (`properties.wide_worlds.wide_world_specs`), with faults over every row. The
 other properties keep examples small, which never passes a row tile of 16, a 64-bit slot mask, an
 8-bit slot id or a 16-bit token; here the whole check runs on one example: the world, the calls and
 the logs. A fifth of the profile's examples: each costs a few small ones."""
@@ -18,7 +18,7 @@ from properties.harness import run_side_by_side
 from properties.report import format_report
 from properties.specs import WorldSpec
 from properties.stats import record_paths
-from properties.strategies import wide_world_specs
+from properties.wide_worlds import wide_world_specs
 
 
 @covers("P1 equivalence", "B1", "B2", "B6", "B8", "B10", "B13", "B16", "B19", "B23")

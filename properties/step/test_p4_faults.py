@@ -13,12 +13,13 @@ from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
 from properties.checks.mismatch import Mismatch
 from properties.config import RunConfig
+from properties.fault_plans import fault_specs
 from properties.harness import run_side_by_side
 from properties.report import format_report
 from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
 from properties.stats import record_paths
-from properties.strategies import fault_specs, world_specs
+from properties.strategies import world_specs
 
 
 def check_nothing_lost(sbs: SideBySide) -> list[Mismatch]:
