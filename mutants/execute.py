@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mutants.apply import ApplyError, prepare
+from mutants.forked import PytestServer
 from mutants.modes import Mode
 from mutants.order import SuiteTest, ordered_nodeids
 from mutants.plugin import ENV_RESULT, ENV_SEED
@@ -50,6 +51,8 @@ class RunOptions:
     mode: Mode = field(default_factory=Mode)
     keep_going: bool = False
     impl: str | None = None  # the implementation under test for the baseline and mutants naming none
+    last_killers: dict[str, str] = field(default_factory=dict)  # mutant id -> test to run first (`mutants.killers`)
+    server: PytestServer | None = None  # fork each suite from here (`mutants.forked`); None: a new python each
 
 
 @dataclass(slots=True)
@@ -107,11 +110,32 @@ def child_env(project: Path, result_path: Path, seed: int | None = None, dtype: 
     return env
 
 
+def server_env() -> dict[str, str]:
+    """The environment of the pytest server (`mutants.forked`): this one's, less what `child_env`
+    drops, with no copy of the project on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+    inherited = env.get("PYTHONPATH", "").split(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join(e for e in inherited if e and not _holds_project(e))
+    return env
+
+
+def child_sys_path(project: Path, env: dict[str, str]) -> list[str]:
+    """A forked suite's import path: what a new python with `env` would have, the copy first and no
+    other copy of the project (this process's own folder included)."""
+    base = [e for e in sys.path if e and not _holds_project(e)]
+    out = [str(project), *env["PYTHONPATH"].split(os.pathsep)[1:], *base]
+    return list(dict.fromkeys(e for e in out if e))
+
+
+def _holds_project(entry: str) -> bool:
+    return (Path(entry) / "batched" / "step.py").is_file()
+
+
 def import_path(project: Path, inherited: str) -> str:
     """PYTHONPATH for a mutant's suite: the copy first, then the inherited entries that do not hold
     a copy of the project themselves (a `batched/step.py`), so that packages installed elsewhere
     (e.g. a `--target` folder) stay importable and no other copy can shadow the mutated one."""
-    keep = [e for e in inherited.split(os.pathsep) if e and not (Path(e) / "batched" / "step.py").is_file()]
+    keep = [e for e in inherited.split(os.pathsep) if e and not _holds_project(e)]
     return os.pathsep.join([str(project), *keep])
 
 
@@ -148,9 +172,9 @@ def read_outcome(res: Result, payload: dict, project: Path) -> None:
 def run_mutant(
     root: Path, m: Mutant | None, tests: list[SuiteTest], opts: RunOptions, device: str | None = None
 ) -> Result:
-    """Copy the project, apply `m`, run the suite (tests covering `m.ids` first) on `device` (the
-    mode's when None) and say whether it was killed, by which test, after how many examples and in
-    how long. `m` None is the baseline: the unchanged project, every test in suite order, which
+    """Copy the project, apply `m`, run the suite (its last killer, then the tests covering `m.ids`,
+    first) on `device` (the mode's when None) and say whether it was killed, by which test, after
+    how many examples and in how long. `m` None is the baseline: the unchanged project, every test in suite order, which
     must pass."""
     res = Result(m.id, m.file, list(m.ids), m.description, "error") if m else Result(BASELINE, "", [], "", "error")
     res.device = device or opts.mode.device
@@ -164,26 +188,29 @@ def run_mutant(
             res.status, res.reason = "not-applied", str(e)
             return res
         impl = (m.impl if m else None) or opts.impl
-        cmd = pytest_command(ordered_nodeids(tests, m.ids if m else ()), opts, device, impl)
-        try:
-            proc = subprocess.run(
-                cmd,
-                cwd=project,
-                env=child_env(project, result_path, opts.seed, opts.mode.dtype),
-                capture_output=True,
-                text=True,
-                timeout=opts.timeout_s,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
+        order = ordered_nodeids(tests, m.ids, opts.last_killers.get(m.id)) if m else ordered_nodeids(tests, ())
+        cmd = pytest_command(order, opts, device, impl)
+        env = child_env(project, result_path, opts.seed, opts.mode.dtype)
+        if opts.server is not None:
+            done = opts.server.run(cmd[3:], project, env, child_sys_path(project, env), work, opts.timeout_s)
+            code, output, timed_out = done.code, done.output, done.timed_out
+        else:
+            try:
+                proc = subprocess.run(
+                    cmd, cwd=project, env=env, capture_output=True, text=True, timeout=opts.timeout_s, check=False
+                )
+                code, output, timed_out = proc.returncode, proc.stdout + proc.stderr, False
+            except subprocess.TimeoutExpired:
+                code, output, timed_out = None, "", True
+        if timed_out:
             res.reason = f"the suite ran past {opts.timeout_s:.0f} s"
             return res
-        if proc.returncode not in (0, 1) or not result_path.is_file():
-            res.reason = f"pytest exit {proc.returncode}: {_tail(proc.stdout + proc.stderr)}"
+        if code not in (0, 1) or not result_path.is_file():
+            res.reason = f"pytest exit {code}: {_tail(output)}"
             return res
         read_outcome(res, json.loads(result_path.read_text()), project)
-        if res.status == "survived" and proc.returncode != 0:
-            res.status, res.reason = "error", f"pytest exit 1 with no failed test: {_tail(proc.stdout)}"
+        if res.status == "survived" and code != 0:
+            res.status, res.reason = "error", f"pytest exit 1 with no failed test: {_tail(output)}"
         return res
     finally:
         res.seconds = round(time.perf_counter() - started, 2)

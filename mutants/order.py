@@ -1,6 +1,7 @@
-"""Which property tests run first for a mutant: the tests whose `@covers` names one of the mutant's
-behaviour ids, then every other test of the suite, so that a kill is found fast and a survivor has
-faced the whole suite. Read from the source (no import), so the order costs nothing."""
+"""Which property tests run first for a mutant: the test that killed it last time
+(`mutants.killers`), the tests whose `@covers` names one of the mutant's behaviour ids, then every
+other test of the suite, so that a kill is found fast and a survivor has faced the whole suite.
+Read from the source (no import), so the order costs nothing."""
 
 from __future__ import annotations
 
@@ -56,10 +57,12 @@ def suite_tests(root: Path, suite_dir: str = SUITE_DIR) -> list[SuiteTest]:
     return out
 
 
-def ordered_nodeids(tests: list[SuiteTest], ids: tuple[str, ...]) -> list[str]:
-    """All node ids, those covering the most of `ids` first (ties keep suite order), then the rest
-    in suite order. Each test appears once."""
+def ordered_nodeids(tests: list[SuiteTest], ids: tuple[str, ...], last_killer: str | None = None) -> list[str]:
+    """All node ids: `last_killer` first when it is still a test of the suite, then those covering
+    the most of `ids` (ties keep suite order), then the rest in suite order. Each test appears once."""
     wanted = set(ids)
     hits = [(len(t.ids & wanted), i, t.nodeid) for i, t in enumerate(tests) if t.ids & wanted]
     first = [nodeid for _, _, nodeid in sorted(hits, key=lambda h: (-h[0], h[1]))]
+    if last_killer is not None and any(t.nodeid == last_killer for t in tests):
+        first = [last_killer] + [n for n in first if n != last_killer]
     return first + [t.nodeid for t in tests if t.nodeid not in first]

@@ -1,13 +1,15 @@
 """The power of the properties against small semantic errors in sampling: for each kind of error
 (temperature, top-p mass, repetition, frequency and presence penalties) and each property, the
-smallest error size the property detects under a profile (`ci`: what a user's run does).
+smallest error size the property detects under a profile (`power`: the examples of a user's `ci`
+run, without the shrinking that follows a failure, which changes nothing about whether or where it
+fails).
 
-    python -m mutants.power [--profile ci] [--jobs N] [--root DIR] [--kinds K ...] [--props P ...]
-                            [--json OUT] [--markdown OUT]
+    python -m mutants.power [--profile power] [--jobs N] [--root DIR] [--kinds K ...] [--props P ...]
+                            [--sizes EPS ...] [--json OUT] [--markdown OUT]
 
 An error of size eps is a mutant of the default implementation that samples each row with that
 parameter off by eps (relative, or absolute for the top-p mass) and nothing else. For each (kind,
-property) the sizes of `GRID` are bisected, largest first (detection grows with the size: a kill at
+property) the sizes of `GRID` (or `--sizes`) are bisected, largest first (detection grows with the size: a kill at
 eps is taken to hold for every larger size), each size one run of that property's tests against
 the mutant. The table says, per kind and property, the smallest size killed and the example that
 killed it; "none" when even the largest size survived.
@@ -24,7 +26,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mutants.apply import copy_project
-from mutants.execute import RunOptions, run_mutant
+from mutants.execute import RunOptions, run_mutant, server_env
+from mutants.forked import pytest_server
 from mutants.order import SuiteTest, suite_tests
 from mutants.spec import Mutant, mutant
 
@@ -91,20 +94,22 @@ class Point:
     seconds: float
 
 
-def measure(root: Path, kind: str, prop: str, tests: list[SuiteTest], opts: RunOptions) -> list[Point]:
-    """Bisect `GRID` for the smallest size of `kind` that `prop`'s tests kill."""
+def measure(
+    root: Path, kind: str, prop: str, tests: list[SuiteTest], opts: RunOptions, sizes: tuple[float, ...] = GRID
+) -> list[Point]:
+    """Bisect `sizes` (largest first) for the smallest size of `kind` that `prop`'s tests kill."""
     points: list[Point] = []
 
     def run(i: int) -> bool:
-        r = run_mutant(root, error_mutant(kind, GRID[i]), tests, opts)
+        r = run_mutant(root, error_mutant(kind, sizes[i]), tests, opts)
         if r.status not in ("killed", "survived"):
-            raise RuntimeError(f"{kind} {GRID[i]:g} against {prop}: {r.status}: {r.reason}")
-        points.append(Point(kind, prop, GRID[i], r.status == "killed", r.examples, r.seconds))
+            raise RuntimeError(f"{kind} {sizes[i]:g} against {prop}: {r.status}: {r.reason}")
+        points.append(Point(kind, prop, sizes[i], r.status == "killed", r.examples, r.seconds))
         return r.status == "killed"
 
     if not run(0):
         return points
-    lo, hi = 0, len(GRID)  # GRID[lo] killed; every index >= hi survives or is untried
+    lo, hi = 0, len(sizes)  # sizes[lo] killed; every index >= hi survives or is untried
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if run(mid):
@@ -123,8 +128,9 @@ def table(points: list[Point], profile: str) -> str:
     """The markdown table: per kind measured, each property measured's smallest size killed (and the
     example that killed it)."""
     props = [p for p in PROPERTIES if any(pt.prop == p for pt in points)]
+    tried = sorted({pt.eps for pt in points}, reverse=True)
     lines = [
-        f"Smallest error detected (profile `{profile}`; sizes tried: {', '.join(f'{e:g}' for e in GRID)}):",
+        f"Smallest error detected (profile `{profile}`; sizes run: {', '.join(f'{e:g}' for e in tried)}):",
         "",
         "| error | " + " | ".join(props) + " |",
         "|---|" + "---|" * len(props),
@@ -142,16 +148,20 @@ def table(points: list[Point], profile: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mutants.power", description=__doc__.splitlines()[0])
-    p.add_argument("--profile", default="ci")
+    p.add_argument("--profile", default="power")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--root", type=Path, default=ROOT, help="the project whose suite is measured")
     p.add_argument("--max-n", type=int, default=None)
     p.add_argument("--timeout", type=float, default=900.0)
     p.add_argument("--kinds", nargs="+", choices=tuple(KINDS), default=tuple(KINDS), help="errors to measure")
     p.add_argument("--props", nargs="+", choices=tuple(PROPERTIES), default=tuple(PROPERTIES), help="properties")
+    p.add_argument(
+        "--sizes", nargs="+", type=float, default=GRID, help="error sizes to bisect, largest first (default GRID)"
+    )
     p.add_argument("--json", type=Path)
     p.add_argument("--markdown", type=Path)
     args = p.parse_args(argv)
+    sizes = tuple(sorted(set(args.sizes), reverse=True))
     opts = RunOptions(profile=args.profile, max_n=args.max_n, timeout_s=args.timeout)
     suite = suite_tests(args.root)
     work = [
@@ -161,10 +171,14 @@ def main(argv: list[str] | None = None) -> int:
         if prop in args.props
     ]
     # One snapshot of the project for every run, so that editing the tree meanwhile changes nothing.
-    with tempfile.TemporaryDirectory(prefix="power-snapshot-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
+    with (
+        tempfile.TemporaryDirectory(prefix="power-snapshot-") as tmp,
+        pytest_server(server_env()) as opts.server,
+        ThreadPoolExecutor(args.jobs) as pool,
+    ):
         snapshot = Path(tmp) / "project"
         copy_project(args.root, snapshot)
-        results = pool.map(lambda w: measure(snapshot, w[0], w[1], w[2], opts), work)
+        results = pool.map(lambda w: measure(snapshot, w[0], w[1], w[2], opts, sizes), work)
         points = [pt for batch in results for pt in batch]
     text = table(points, args.profile)
     print(text)

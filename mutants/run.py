@@ -2,8 +2,9 @@
 [--numerics exact|fast] [--dtype float64|float32|bfloat16] [--device cpu|cuda [--mps]] [--jobs N]`.
 
 Every mutant of the catalogue (or of the subset) is applied to a fresh copy of a snapshot of the
-project and the property suite runs against it in the run's mode (tests covering the mutant's
-behaviour ids first, stopping at the first failure unless `--keep-going`). Prints one line per
+project and the property suite runs against it in the run's mode (the mutant's last killer from
+`mutants/killers.json`, then the tests covering its behaviour ids, first; stopping at the first
+failure unless `--keep-going`). Prints one line per
 mutant, writes the JSON results and regenerates the mode's table in `docs/mutants.md` (for a run of
 the whole catalogue or of the subset, or wherever `--markdown` says). With `--device cuda` each
 mutant's suite runs on one GPU (spread over the visible GPUs), one torch thread each. Exits 1 when
@@ -23,7 +24,9 @@ from pathlib import Path
 
 from mutants.apply import ApplyError, copy_project, mutated_source
 from mutants.catalogue import CATALOGUE, EQUIVALENT_FOR, by_id, for_impl, uncovered_ids
-from mutants.execute import Result, RunOptions, run_mutant
+from mutants.execute import Result, RunOptions, run_mutant, server_env
+from mutants.forked import pytest_server
+from mutants.killers import MEMO, load, record
 from mutants.modes import DEVICES, DTYPES, NUMERICS, Mode
 from mutants.order import suite_tests
 from mutants.reach import applies, reached_by
@@ -68,6 +71,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None, help="Hypothesis seed instead of the derandomized one")
     p.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
+    p.add_argument(
+        "--memo",
+        type=Path,
+        default=MEMO,
+        metavar="PATH",
+        help="the killers' memo: each mutant's last killer runs first, and this run's killers are recorded "
+        "(default mutants/killers.json; an order only, never a verdict)",
+    )
+    p.add_argument("--no-memo", action="store_true", help="neither read nor write the killers' memo")
     p.add_argument("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
     p.add_argument(
@@ -231,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         mode=mode,
         keep_going=args.keep_going,
         impl=args.impl,
+        last_killers={} if args.no_memo else load(args.memo, mode.key),
     )
     print(f"mode {mode.key}: {len(mutants)} mutant(s), {args.jobs} job(s)", flush=True)
     started = time.perf_counter()
@@ -243,7 +256,8 @@ def main(argv: list[str] | None = None) -> int:
         ):
             snapshot = Path(tmp) / "project"
             copy_project(ROOT, snapshot)
-            baseline, results = run_all(snapshot, mutants, opts, args.jobs, n_gpus)
+            with pytest_server(server_env()) as opts.server:
+                baseline, results = run_all(snapshot, mutants, opts, args.jobs, n_gpus)
     except MpsError as e:
         print(e, file=sys.stderr)
         return 2
@@ -259,6 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.json, summary, baseline, results)
     if baseline.status != "survived":
         return 2
+    if not args.no_memo and not args.keep_going:
+        record(args.memo, mode.key, {r.id: r.killer for r in results if r.status == "killed" and r.killer})
     markdown = args.markdown or (None if args.only else DEFAULT_MARKDOWN)
     if markdown:
         write_markdown(markdown, summary, results, mode)

@@ -11,7 +11,8 @@ directory or a `redis://` URL) and `--example-db-dir` (this host's copy).
 Profiles: `dev` (quick, random; the default), `ci` (deterministic, bounded, no database; the
 default where `CI` is set: it replaces Hypothesis's own `ci` on purpose, with `print_blob`),
 `nightly` (random, many examples, the example database), `gpu` (nightly-sized), `mutants` (`ci`
-with 60 examples and no shrinking, for the mutation runner). `dev` runs replay what the nightly
+with 60 examples and no shrinking, for the mutation runner), `power` (`ci` without shrinking: the
+same examples, so a failure at the same example, for `python -m mutants.power`). `dev` runs replay what the nightly
 database holds without writing to it.
 """
 
@@ -92,6 +93,9 @@ def register_profiles(config: pytest.Config) -> None:
         parent=settings.get_profile("ci"),
         max_examples=60,
         phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    )
+    settings.register_profile(
+        "power", parent=settings.get_profile("ci"), phases=[p for p in Phase if p not in (Phase.shrink, Phase.explain)]
     )
 
 

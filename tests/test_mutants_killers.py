@@ -1,0 +1,34 @@
+"""The killers' memo orders a mutant's suite and never decides it: the last killer runs first, a
+memo naming a test the suite no longer has is ignored, every test still runs once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mutants.killers import load, record
+from mutants.order import SuiteTest, ordered_nodeids
+
+TESTS = [
+    SuiteTest("a.py::test_a", frozenset({"B1"})),
+    SuiteTest("b.py::test_b", frozenset({"B2"})),
+    SuiteTest("c.py::test_c", frozenset()),
+]
+
+
+def test_the_last_killer_runs_first_then_the_covering_tests_then_the_rest() -> None:
+    assert ordered_nodeids(TESTS, ("B2",), "c.py::test_c") == ["c.py::test_c", "b.py::test_b", "a.py::test_a"]
+    assert ordered_nodeids(TESTS, ("B2",), "b.py::test_b") == ["b.py::test_b", "a.py::test_a", "c.py::test_c"]
+
+
+def test_a_last_killer_the_suite_no_longer_has_is_ignored() -> None:
+    assert ordered_nodeids(TESTS, ("B2",), "gone.py::test_gone") == ordered_nodeids(TESTS, ("B2",))
+
+
+def test_the_memo_merges_per_mode_and_a_subset_run_shares_the_whole_runs_entry(tmp_path: Path) -> None:
+    memo = tmp_path / "killers.json"
+    assert load(memo, "exact-default-cpu") == {}
+    record(memo, "exact-default-cpu", {"m1": "a.py::test_a"})
+    record(memo, "exact-default-cpu-subset", {"m2": "b.py::test_b"})
+    record(memo, "fast-bfloat16-cpu", {"m1": "c.py::test_c"})
+    assert load(memo, "exact-default-cpu") == {"m1": "a.py::test_a", "m2": "b.py::test_b"}
+    assert load(memo, "fast-bfloat16-cpu-subset") == {"m1": "c.py::test_c"}
