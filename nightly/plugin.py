@@ -1,212 +1,161 @@
-"""The pytest plugin of a nightly round (`-p nightly.plugin`, with `properties.summary_plugin`).
-
-Wherever tests run (the only process, or each xdist worker) it selects this shard's tests
-(`--nightly-shard`), gives each Hypothesis test this worker's share of the round's `max_examples`
-(`--nightly-plan`, `nightly.spread`) and its own seed (`--nightly-seed`), lets only the first worker
-replay the example database, and writes every Hypothesis observability record to
-`OUT/observed/round-NNN-<worker>-<pid>.jsonl`. Where results are reported (the only process, or the
-xdist controller) it writes the collected tests, a record per finished test (outcome, time, the
-counts the summary plugin carries, the failure text) and the round's end to
-`OUT/results/round-NNN.jsonl` (a worker that skipped a test because it was not its share writes a
-`share` record instead). Every line is written when known, so a crashed worker or a killed round
-loses nothing that finished.
-"""
+"""The pytest plugin of a nightly round (`-p nightly.plugin`), active in every process that runs
+tests (the only one, or each xdist worker). It keeps this host's shard of the tests, gives each
+Hypothesis test this worker's share of the round's examples, its own seed and the database replay
+on the first worker only (`nightly.spread`), attaches each test's node id, worker and counts to its
+JUnit test case (`results.PROPERTY`), and writes Hypothesis's observability records to a file per
+process and round (`--nightly-observed`)."""
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
-from hypothesis.internal import observability
+from hypothesis.internal.observability import add_observability_callback
+from hypothesis.strategies._internal.utils import to_jsonable
 
-from nightly import records
+from nightly import spread
+from nightly.results import PROPERTY
 from nightly.rounds import Plan
-from nightly.shard import SHARD_BY, parse_shard, select_tests
-from nightly.spread import SHARE_SKIP, replays_database, share, worker_seed, worker_slot
-from properties.summary_plugin import counts_of, is_final, is_worker
+from properties import counters
+from properties.gpu import worker_index
 
-CRASH_MARK = "crashed while running"
-OBSERVED_MAX_BYTES = 256 * 2**20  # per process and round
+OBSERVED_MAX_BYTES = 256 * 2**20  # per process and round: an all-night run checks hundreds of thousands of examples
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("nightly")
-    group.addoption("--nightly-out", default=None, help="the nightly output folder")
     group.addoption("--nightly-round", default=1, type=int, help="this round's number (1-based)")
     group.addoption("--nightly-plan", default=None, help="JSON file: max_examples per test for this round")
-    group.addoption("--nightly-shard", default="0/1", help="i/N: this host's shard")
-    group.addoption("--nightly-shard-by", default="tests", choices=SHARD_BY, help="what shards split")
     group.addoption("--nightly-seed", default=None, type=int, help="the run's seed (workers' seeds derive)")
+    group.addoption("--nightly-shard", default="0/1", help="i/N: this host's shard")
+    group.addoption("--nightly-shard-by", default="tests", choices=spread.SHARD_BY, help="what shards split")
+    group.addoption("--nightly-observed", default=None, help="folder for Hypothesis's observability records")
 
 
-class ObservationWriter:
-    """Writes each observability record of this process, as it arrives, to its own file. A passing
-    test case's `representation` is left empty (its `arguments` hold the same example as JSON); past
-    `OBSERVED_MAX_BYTES` only failing test cases and info records are written, after one record
-    saying so."""
-
-    def __init__(self, out: Path, round_no: int) -> None:
-        self.worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-        self.round_no = round_no
-        self.path = records.observed_path(out, round_no, self.worker, os.getpid())
-        self.written = 0
-
-    def __call__(self, observation: object) -> None:
-        kind, status = getattr(observation, "type", None), getattr(observation, "status", None)
-        passing = kind == "test_case" and status != "failed"
-        if passing and self.written > OBSERVED_MAX_BYTES:
-            return
-        record = records.observation_record(observation, self.round_no, self.worker)
-        if passing:
-            record["representation"] = ""
-        self.written += records.append(self.path, record)
-        if self.written > OBSERVED_MAX_BYTES and passing:
-            note = f"over {OBSERVED_MAX_BYTES} bytes: passing test cases are no longer written"
-            records.append(self.path, {"type": "info", "title": "nightly", "content": note})
-
-
-class ResultWriter:
-    """The reporting side: the round's collected tests, a record per finished test, its end."""
-
-    def __init__(self, out: Path, round_no: int) -> None:
-        self.round_no = round_no
-        self.path = records.results_path(out, round_no)
-        self.collected = False
-
-    def write_collected(self, nodeids: list[str]) -> None:
-        if not self.collected:
-            self.collected = True
-            records.append(self.path, {"event": "collected", "round": self.round_no, "nodeids": nodeids})
-
-    @pytest.hookimpl
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.write_collected([item.nodeid for item in session.items])
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
-        self.write_collected(list(ids))
-
-    @pytest.hookimpl
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not (is_final(report) or report.failed):
-            return
-        node = getattr(report, "node", None)
-        worker = getattr(getattr(node, "gateway", None), "id", "main")
-        if is_share_skip(report):
-            records.append(
-                self.path, {"event": "share", "round": self.round_no, "nodeid": report.nodeid, "worker": worker}
-            )
-            return
-        text = report.longreprtext if report.failed else ""
-        outcome = "crashed" if report.failed and CRASH_MARK in text else report.outcome
-        records.append(
-            self.path,
-            {
-                "event": "test",
-                "round": self.round_no,
-                "nodeid": report.nodeid,
-                "when": report.when,
-                "outcome": outcome,
-                "seconds": report.duration,
-                "start": getattr(report, "start", None),
-                "stop": getattr(report, "stop", None),
-                "counts": counts_of(report),
-                "failure": text,
-                "worker": worker,
-            },
-        )
-
-    @pytest.hookimpl
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
-            records.append(
-                self.path,
-                {
-                    "event": "test",
-                    "round": self.round_no,
-                    "nodeid": report.nodeid or "(collection)",
-                    "when": "collect",
-                    "outcome": "failed",
-                    "seconds": 0.0,
-                    "counts": {},
-                    "failure": report.longreprtext,
-                    "worker": "main",
-                },
-            )
-
-    @pytest.hookimpl
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        records.append(self.path, {"event": "finished", "round": self.round_no, "exitstatus": int(exitstatus)})
-
-
-def is_share_skip(report: pytest.TestReport) -> bool:
-    """True for a report of a test this worker skipped because it was another worker's share."""
-    return bool(report.skipped) and SHARE_SKIP in str(report.longrepr)
+def worker_slot(config: Any) -> tuple[str, int, int]:
+    """(this process's xdist worker id, its number, the number of workers); ("main", 0, 1) outside
+    xdist."""
+    info = getattr(config, "workerinput", None)
+    if info is None:
+        return "main", 0, 1
+    return info["workerid"], worker_index(info["workerid"]) or 0, max(1, int(info["workercount"]))
 
 
 def worker_settings(base: settings, examples: int, index: int, count: int) -> settings:
-    """`base` with this worker's share of `examples` and, past the first worker, without replaying
-    the example database."""
-    phases = list(base.phases) if replays_database(index, count) else [p for p in base.phases if p != Phase.reuse]
-    return settings(base, max_examples=share(examples, index, count), phases=phases)
+    """`base` with worker `index`'s share of `examples`, without the database replay past the first
+    worker."""
+    first = spread.replays_database(index, count)
+    phases = [p for p in base.phases if first or p != Phase.reuse]
+    return settings(base, max_examples=spread.share(examples, index, count), phases=phases)
 
 
-def apply_plan(
-    items: list[pytest.Item], plan: Plan, round_no: int = 1, run_seed: int | None = None, host: int = 0
-) -> None:
-    """Give each Hypothesis test this worker's share of its examples and, with `run_seed`, its own
-    seed. The examples are the plan's `max_examples` on top of the loaded profile (the profile's own
-    when the plan has none); a test with its own `@settings` keeps them, its `max_examples` spread
-    the same way. A test with no examples in this worker's share, and a test that is not a
-    Hypothesis test on any worker but the first, is skipped with `SHARE_SKIP`. A test function
-    shared by several items takes the first's plan."""
-    index, count = worker_slot()
-    skip = pytest.mark.skip(reason=SHARE_SKIP)
-    done: dict[int, bool] = {}
+@dataclass(slots=True, frozen=True)
+class Slot:
+    """Where this process runs tests: worker `index` of the host's `count`, on host (shard index)
+    `host`, in round `round` of a run seeded with `seed` (None: Hypothesis's own random seeds)."""
+
+    index: int = 0
+    count: int = 1
+    host: int = 0
+    round: int = 1
+    seed: int | None = None
+
+
+def share_test(fn: Any, planned: int | None, slot: Slot, nodeid: str) -> bool:
+    """Give Hypothesis test `fn` this worker's share of its examples (`planned`, else its own
+    `@settings`' or the profile's `max_examples`) and, with a run seed, a seed of its own; False,
+    leaving it as it is, when the share is empty (Hypothesis refuses `max_examples=0`)."""
+    own = getattr(fn, "_hypothesis_internal_settings_applied", False)
+    base = fn._hypothesis_internal_use_settings if own else settings.default
+    total = base.max_examples if own or planned is None else planned
+    if spread.share(total, slot.index, slot.count) == 0:
+        return False
+    fn._hypothesis_internal_use_settings = worker_settings(base, total, slot.index, slot.count)
+    fn._hypothesis_internal_settings_applied = True
+    if slot.seed is not None:
+        # What `@seed` sets, without the `database=None` it (and `--hypothesis-seed`) adds: the
+        # workers share the example database.
+        fn._hypothesis_internal_use_seed = spread.worker_seed(slot.seed, slot.host, slot.round, slot.index, nodeid)
+    return True
+
+
+def apply_plan(items: list[pytest.Item], plan: Plan, slot: Slot) -> None:
+    """Share out each Hypothesis test's examples (`share_test`, the plan's number of them); skip
+    with `SHARE_SKIP` a test left with no examples and, past the first worker, every test that is
+    not a Hypothesis test. A test function shared by several items takes the first's plan."""
+    skip = pytest.mark.skip(reason=spread.SHARE_SKIP)
+    runs: dict[int, bool] = {}
     for item in items:
         fn = getattr(item, "obj", None)
         fn = getattr(fn, "__func__", fn)
-        if not getattr(fn, "is_hypothesis_test", False):
-            if not replays_database(index, count):
-                item.add_marker(skip)
-            continue
-        if id(fn) not in done:
-            own = getattr(fn, "_hypothesis_internal_settings_applied", False)
-            base = fn._hypothesis_internal_use_settings if own else settings.default
-            total = None if own else plan.for_test(item.nodeid)
-            total = base.max_examples if total is None else total
-            fn._hypothesis_internal_use_settings = worker_settings(base, total, index, count)
-            fn._hypothesis_internal_settings_applied = True
-            done[id(fn)] = share(total, index, count) > 0
-            if run_seed is not None:
-                # What `@seed` sets, without the `database=None` that `@seed` adds: the workers
-                # share the example database.
-                fn._hypothesis_internal_use_seed = worker_seed(run_seed, host, round_no, index, item.nodeid)
-        if not done[id(fn)]:
+        if getattr(fn, "is_hypothesis_test", False):
+            if id(fn) not in runs:
+                runs[id(fn)] = share_test(fn, plan.for_test(item.nodeid), slot, item.nodeid)
+            runs_here = runs[id(fn)]
+        else:
+            runs_here = spread.replays_database(slot.index, slot.count)
+        if not runs_here:
             item.add_marker(skip)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    shard = parse_shard(config.getoption("nightly_shard"), config.getoption("nightly_shard_by"))
-    keep = set(select_tests([item.nodeid for item in items], shard))
-    deselected = [item for item in items if item.nodeid not in keep]
-    if deselected:
-        config.hook.pytest_deselected(items=deselected)
+    shard = spread.parse_shard(config.getoption("nightly_shard"), config.getoption("nightly_shard_by"))
+    keep = set(spread.select_tests([item.nodeid for item in items], shard))
+    if len(keep) < len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid not in keep])
         items[:] = [item for item in items if item.nodeid in keep]
     plan_file = config.getoption("nightly_plan")
     plan = Plan.from_json(Path(plan_file).read_text()) if plan_file else Plan()
-    if plan_file or worker_slot()[1] > 1:
-        apply_plan(items, plan, config.getoption("nightly_round"), config.getoption("nightly_seed"), shard.index)
+    _, index, count = worker_slot(config)
+    round_no, seed = config.getoption("nightly_round"), config.getoption("nightly_seed")
+    apply_plan(items, plan, Slot(index, count, shard.index, round_no, seed))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    # On the item before its teardown report is made: pytest's JUnit XML writes that report's properties.
+    record = {"nodeid": item.nodeid, "worker": worker_slot(item.config)[0], "counts": counters.snapshot(item.nodeid)}
+    item.user_properties.append((PROPERTY, json.dumps(record)))
+
+
+@dataclass(slots=True)
+class ObservationFile:
+    """An observability callback that appends each observation to `path` as Hypothesis's own file
+    output does (its serializer, a line each), opening and closing the file each time so a killed
+    process loses nothing delivered. A passing test case's `representation` is left empty (its
+    `arguments` hold the same example); past `OBSERVED_MAX_BYTES` only failing test cases and info
+    records are written, after a record saying so."""
+
+    path: Path
+    written: int = 0
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record) + "\n"
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(line)
+        self.written += len(line)
+
+    def __call__(self, observation: Any, thread_id: int) -> None:
+        passing = observation.type == "test_case" and observation.status != "failed"
+        if passing and self.written > OBSERVED_MAX_BYTES:
+            return
+        record = to_jsonable(observation, avoid_realization=False)
+        if passing:
+            record["representation"] = ""
+        self.write(record)
+        if passing and self.written > OBSERVED_MAX_BYTES:
+            self.write({"type": "info", "title": "nightly", "content": "passing test cases are no longer written"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    out = config.getoption("nightly_out")
-    if not out:
-        return
-    round_no = config.getoption("nightly_round")
-    observability.OBSERVABILITY_COLLECT_COVERAGE = False
-    observability.add_observability_callback(ObservationWriter(Path(out), round_no))
-    if not is_worker(config):
-        config.pluginmanager.register(ResultWriter(Path(out), round_no), "nightly-results")
+    folder = config.getoption("nightly_observed")
+    if folder:
+        worker = worker_slot(config)[0]
+        path = Path(folder) / f"round-{config.getoption('nightly_round'):03d}-{worker}-{os.getpid()}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        add_observability_callback(ObservationFile(path), all_threads=True)

@@ -1,10 +1,12 @@
-"""One round: the property suite as a pytest run in a child process (its own process group), its
-output to `logs/`, its results followed line by line as they are written, and stopped when its
-time is up or the person presses Ctrl-C."""
+"""One round: the property suite as a pytest run in a child process (its own process group),
+configured by its command line alone, its output to `logs/`, its results to `junit/` (pytest's
+`--junitxml`), its progress lines echoed as they come, and stopped like Ctrl-C when its time is up
+or the person presses Ctrl-C."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,151 +14,115 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from nightly import records
-from nightly.rounds import Plan
-from nightly.shard import Shard
-from nightly.totals import RoundInfo
+from nightly.rounds import Plan, RoundInfo
+from nightly.spread import Shard
+from properties.config import RunConfig
 
 POLL_SECONDS = 0.5
 STOP_WAITS = ((signal.SIGINT, 20.0), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0))
+# The line `properties.summary_plugin` prints when a test passes or fails on a worker.
+PROGRESS = re.compile(r"^\[\d+/[\d?]+\] (PASS|FAIL) ")
 
 
 @dataclass(slots=True, frozen=True)
 class Job:
-    """What every round of a run shares."""
+    """What every round of a run shares: the suite's configuration, its example database (a
+    directory or a Redis URL, and this host's directory), what to run, on how many xdist workers
+    (0: in the pytest process), under which Hypothesis profile, the run's seed (None: Hypothesis's
+    own random seeds), this host's shard and extra pytest arguments."""
 
     out: Path
-    tests: tuple[str, ...] = ("properties",)
-    device: str = "cpu"  # cpu or cuda (each xdist worker pins its own cuda:i)
-    workers: int = 1  # xdist workers, each running every test on its share; 0: the pytest process itself
-    numerics: str = "exact"
-    max_n: int | None = None
-    impl: str | None = None
-    reference_device: str | None = None  # same or cpu (None: the properties' default)
-    model: str | None = None  # small or serving (None: the properties' default, small)
-    profile: str = "nightly"
-    database: str | None = None
+    run: RunConfig = field(default_factory=RunConfig)
+    database: str = ".hypothesis/nightly"
     database_dir: Path = Path(".hypothesis/nightly")
+    tests: tuple[str, ...] = ("properties",)
+    workers: int = 1
+    profile: str = "nightly"
+    seed: int | None = None
     shard: Shard = field(default_factory=Shard)
-    seed: int | None = None  # the run's seed; each worker's seeds derive from it (None: Hypothesis's own)
     extra: tuple[str, ...] = ()
 
+    def suite_options(self) -> list[str]:
+        """The options of `properties.plugin` that configure the suite for every round."""
+        return [*self.run.options(), "--example-db", self.database, "--example-db-dir", str(self.database_dir)]
 
-def junit_path(out: Path, round_no: int) -> Path:
-    return out / "junit" / f"round-{round_no:03d}.xml"
+
+def round_file(out: Path, folder: str, round_no: int, suffix: str) -> Path:
+    return out / folder / f"round-{round_no:03d}{suffix}"
 
 
-def pytest_command(job: Job, round_no: int, plan_path: Path) -> list[str]:
-    """The pytest command line of one round: `--dist each`, so that every worker runs every test on
-    its share of the examples (`nightly.spread`). No `--hypothesis-seed`: Hypothesis turns the
-    example database off for a run with a fixed seed; the plugin gives each test its own seed per
-    worker and round instead (`@seed` keeps the database)."""
-    cmd = [sys.executable, "-m", "pytest", *job.tests, "-q", "-rfE", "-p", "no:cacheprovider"]
-    cmd += ["-p", "properties.summary_plugin", "-p", "nightly.plugin"]
-    cmd += ["--nightly-out", str(job.out), "--nightly-round", str(round_no), "--nightly-plan", str(plan_path)]
+def pytest_command(job: Job, round_no: int) -> list[str]:
+    """The pytest command line of one round. No `--hypothesis-seed`: Hypothesis turns the example
+    database off under a fixed seed, and every worker would draw the same stream; `nightly.plugin`
+    seeds each test per worker instead."""
+    cmd = [sys.executable, "-m", "pytest", *job.tests, "-q", "-rfE", "-p", "no:cacheprovider", "--durations", "10"]
+    cmd += ["-p", "properties.plugin", "-p", "properties.summary_plugin", "-p", "nightly.plugin", *job.suite_options()]
+    cmd += ["--hypothesis-profile", job.profile, "--hypothesis-show-statistics"]
+    cmd += ["--junitxml", str(round_file(job.out, "junit", round_no, ".xml"))]
+    cmd += ["--nightly-round", str(round_no), "--nightly-plan", str(round_file(job.out, "plans", round_no, ".json"))]
     cmd += ["--nightly-shard", str(job.shard), "--nightly-shard-by", job.shard.by]
+    cmd += ["--nightly-observed", str(job.out / "observed")]
     if job.seed is not None:
         cmd += ["--nightly-seed", str(job.seed)]
-    cmd += ["--hypothesis-show-statistics"]
-    cmd += ["--junitxml", str(junit_path(job.out, round_no))]
     if job.workers > 0:
         cmd += ["-n", str(job.workers), "--dist", "each"]
     return cmd + list(job.extra)
 
 
-def pytest_env(job: Job) -> dict[str, str]:
-    """The environment of a round: the profile, device, numerics, mix size, implementation,
-    reference device and model size the
-    properties read, the example database, the replay folder inside the output folder, and one
-    thread per worker (torch's and OpenMP's, unless the environment sets them)."""
-    env = dict(os.environ)
-    env.setdefault("MTP_VERIFY_THREADS", "1")
+def child_env() -> dict[str, str]:
+    """The round's environment: this one without the suite's `MTP_VERIFY_*` variables (the command
+    line alone configures the round), with one OpenMP thread per worker unless set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MTP_VERIFY_")}
     env.setdefault("OMP_NUM_THREADS", "1")
-    env.update(
-        MTP_VERIFY_PROFILE=job.profile,
-        MTP_VERIFY_DEVICE=job.device,
-        MTP_VERIFY_NUMERICS=job.numerics,
-        MTP_VERIFY_DB=job.database or str(job.database_dir),
-        MTP_VERIFY_DB_DIR=str(job.database_dir),
-        MTP_VERIFY_REPLAYS=str(job.out / "replays"),
-    )
-    settings = (
-        ("MTP_VERIFY_MAX_N", job.max_n),
-        ("MTP_VERIFY_IMPL", job.impl),
-        ("MTP_VERIFY_REFERENCE_DEVICE", job.reference_device),
-        ("MTP_VERIFY_MODEL", job.model),
-    )
-    for name, value in settings:
-        if value is None:
-            env.pop(name, None)
-        else:
-            env[name] = str(value)
     return env
 
 
-class Follower:
-    """Reads the records appended to a file since the last call, complete lines only."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.offset = 0
-
-    def new(self) -> list[dict[str, Any]]:
-        if not self.path.is_file():
-            return []
-        with self.path.open("rb") as f:
-            f.seek(self.offset)
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        self.offset += end
-        return records.parse_lines(data[:end].decode("utf-8", errors="replace"))
-
-
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the round's process group: Ctrl-C first (pytest then writes its JUnit XML), then
-    harder, each after a grace period."""
+    """Stop the round's process group: Ctrl-C first (pytest then writes its JUnit XML), then harder,
+    each after a grace period."""
     for sig, wait in STOP_WAITS:
         try:
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
             proc.wait(timeout=wait)
+            return
+        except ProcessLookupError:
             return
         except subprocess.TimeoutExpired:
             continue
 
 
+def new_lines(path: Path, offset: int) -> tuple[list[str], int]:
+    """The complete lines of `path` past byte `offset`, and the offset after them."""
+    with path.open("rb") as f:
+        f.seek(offset)
+        data = f.read()
+    end = data.rfind(b"\n") + 1
+    return data[:end].decode("utf-8", errors="replace").splitlines(), offset + end
+
+
 def run_round(
-    job: Job,
-    round_no: int,
-    plan: Plan,
-    planned: str,
-    hard_deadline: float | None,
-    progress: Callable[[dict[str, Any]], None],
+    job: Job, round_no: int, plan: Plan, planned: str, deadline: float | None, echo: Callable[[str], None]
 ) -> RoundInfo:
-    """Run one round to its end, or until `hard_deadline` (monotonic) or Ctrl-C, calling
-    `progress` with each result record as it is written."""
-    plan_path = records.plan_path(job.out, round_no)
-    plan_path.parent.mkdir(parents=True, exist_ok=True)
-    plan_path.write_text(plan.to_json() + "\n")
-    log_path = job.out / "logs" / f"round-{round_no:03d}.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    follower = Follower(records.results_path(job.out, round_no))
-    info = RoundInfo(round_no, planned)
-    started = time.monotonic()
-    with log_path.open("wb") as log:
-        cmd = pytest_command(job, round_no, plan_path)
-        log.write(("$ " + " ".join(cmd) + "\n").encode())
-        log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=pytest_env(job), start_new_session=True)
+    """Run one round to its end, or until `deadline` (monotonic) or Ctrl-C, passing `echo` each
+    progress line of its output as it is written."""
+    for folder in ("plans", "logs", "junit"):
+        (job.out / folder).mkdir(parents=True, exist_ok=True)
+    round_file(job.out, "plans", round_no, ".json").write_text(plan.to_json() + "\n")
+    log = round_file(job.out, "logs", round_no, ".log")
+    info = RoundInfo(round_no, planned, plan)
+    started, offset = time.monotonic(), 0
+    with log.open("wb") as f:
+        cmd = pytest_command(job, round_no)
+        f.write(("$ " + " ".join(cmd) + "\n").encode())
+        f.flush()
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=child_env(), start_new_session=True)
         try:
             while proc.poll() is None:
-                for rec in follower.new():
-                    progress(rec)
-                if hard_deadline is not None and time.monotonic() > hard_deadline:
+                lines, offset = new_lines(log, offset)
+                for line in filter(PROGRESS.match, lines):
+                    echo(line)
+                if deadline is not None and time.monotonic() > deadline:
                     info.stopped = "time limit"
                     stop(proc)
                     break
@@ -165,8 +131,7 @@ def run_round(
             info.stopped = "interrupted"
             stop(proc)
         proc.wait()
-    for rec in follower.new():
-        progress(rec)
-    info.exit_code = proc.returncode
-    info.seconds = time.monotonic() - started
+    for line in filter(PROGRESS.match, new_lines(log, offset)[0]):
+        echo(line)
+    info.exit_code, info.seconds = proc.returncode, time.monotonic() - started
     return info
