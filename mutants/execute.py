@@ -16,24 +16,15 @@ from mutants.apply import ApplyError, prepare
 from mutants.forked import PytestServer
 from mutants.modes import Mode
 from mutants.order import SuiteTest, ordered_nodeids
-from mutants.plugin import ENV_RESULT, ENV_SEED
 from mutants.spec import Mutant
 
 BASELINE = "baseline"
-# Environment that would point the suite at something other than the mutated default implementation
-# or the run's mode (the mode is passed as options, and the dtype also as MTP_VERIFY_DTYPE).
-DROPPED_ENV = (
-    "MTP_VERIFY_IMPL",
-    "MTP_VERIFY_PROFILE",
-    "MTP_VERIFY_SUMMARY_JSON",
-    "MTP_VERIFY_DEVICE",
-    "MTP_VERIFY_NUMERICS",
-    "MTP_VERIFY_DTYPE",
-    "MTP_VERIFY_MAX_N",
-    "MTP_VERIFY_REFERENCE_DEVICE",
-    "PYTEST_ADDOPTS",
-    ENV_SEED,
-)
+
+
+def _dropped(name: str) -> bool:
+    """Environment a mutant's suite must not inherit: the suite's own variables (`MTP_VERIFY_*`,
+    which would configure what the runner's options do not say) and extra pytest options."""
+    return name.startswith("MTP_VERIFY_") or name == "PYTEST_ADDOPTS"
 
 
 @dataclass(slots=True)
@@ -78,14 +69,23 @@ class Result:
 
 
 def pytest_command(
-    nodeids: list[str], opts: RunOptions, device: str | None = None, impl: str | None = None
+    nodeids: list[str],
+    opts: RunOptions,
+    device: str | None = None,
+    impl: str | None = None,
+    result_path: Path | None = None,
 ) -> list[str]:
     """The pytest command line: the suite in the given order, stop at the first failure (unless
-    `opts.keep_going`), the counting plugin, the run's profile and mode (`device`, e.g. cuda:1, in
-    place of the mode's device), the implementation under test (`impl`, else the default)."""
+    `opts.keep_going`), the counting plugin writing to `result_path` (from `opts.seed` when set),
+    the run's profile and mode (`device`, e.g. cuda:1, in place of the mode's device), the
+    implementation under test (`impl`, else the default)."""
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "mutants.plugin", "-p", "no:cacheprovider"]
     cmd += [] if opts.keep_going else ["-x"]
     cmd += ["--hypothesis-profile", opts.profile, *opts.mode.pytest_args(device)]
+    if result_path is not None:
+        cmd += ["--mutants-result", str(result_path)]
+    if opts.seed is not None:
+        cmd += ["--mutants-seed", str(opts.seed)]
     if opts.max_n is not None:
         cmd += ["--max-n", str(opts.max_n)]
     if impl is not None:
@@ -93,18 +93,11 @@ def pytest_command(
     return cmd + nodeids
 
 
-def child_env(project: Path, result_path: Path, seed: int | None = None, dtype: str | None = None) -> dict[str, str]:
-    """The environment of a mutant's pytest: the copy first on the import path (`import_path`), one torch (and
-    OpenMP) thread, the seed (if any) for the counting plugin, the dtype (if any) as
-    `MTP_VERIFY_DTYPE`."""
-    env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
-    if seed is not None:
-        env[ENV_SEED] = str(seed)
-    if dtype is not None:
-        env["MTP_VERIFY_DTYPE"] = dtype
+def child_env(project: Path) -> dict[str, str]:
+    """The environment of a mutant's pytest: this one's less what `_dropped` names, the copy first
+    on the import path (`import_path`), one OpenMP thread, no bytecode written into the copy."""
+    env = {k: v for k, v in os.environ.items() if not _dropped(k)}
     env["PYTHONPATH"] = import_path(project, env.get("PYTHONPATH", ""))
-    env[ENV_RESULT] = str(result_path)
-    env.setdefault("MTP_VERIFY_THREADS", "1")
     env.setdefault("OMP_NUM_THREADS", "1")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
@@ -113,7 +106,7 @@ def child_env(project: Path, result_path: Path, seed: int | None = None, dtype: 
 def server_env() -> dict[str, str]:
     """The environment of the pytest server (`mutants.forked`): this one's, less what `child_env`
     drops, with no copy of the project on PYTHONPATH."""
-    env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
+    env = {k: v for k, v in os.environ.items() if not _dropped(k)}
     inherited = env.get("PYTHONPATH", "").split(os.pathsep)
     env["PYTHONPATH"] = os.pathsep.join(e for e in inherited if e and not _holds_project(e))
     return env
@@ -189,8 +182,8 @@ def run_mutant(
             return res
         impl = (m.impl if m else None) or opts.impl
         order = ordered_nodeids(tests, m.ids, opts.last_killers.get(m.id)) if m else ordered_nodeids(tests, ())
-        cmd = pytest_command(order, opts, device, impl)
-        env = child_env(project, result_path, opts.seed, opts.mode.dtype)
+        cmd = pytest_command(order, opts, device, impl, result_path)
+        env = child_env(project)
         if opts.server is not None:
             done = opts.server.run(cmd[3:], project, env, child_sys_path(project, env), work, opts.timeout_s)
             code, output, timed_out = done.code, done.output, done.timed_out

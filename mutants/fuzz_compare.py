@@ -34,8 +34,7 @@ def trial(project: Path, engine: str, nodeid: str, seed: int, cap: int, timeout_
     """One trial in `project` (a mutated copy); its JSON result, or killed=None when it errored."""
     cmd = [sys.executable, "-m", "mutants.fuzz_trial", "--engine", engine, "--test", nodeid]
     cmd += ["--seed", str(seed), "--cap", str(cap)]
-    env = child_env(project, project / "unused.json")
-    env.update(MTP_VERIFY_PROFILE="nightly", MTP_VERIFY_DB=str(project / f".db-{engine}-{seed}"))
+    env = child_env(project)
     try:
         done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:

@@ -28,7 +28,7 @@ def target_for(nodeid: str) -> Any:
     """HypoFuzz's fuzz target of `nodeid` (pytest collects it in this process, conftest included)."""
     from hypofuzz.collection import collect_tests
 
-    targets = collect_tests([nodeid, "-p", "no:cacheprovider", "-q"]).fuzz_targets
+    targets = collect_tests([nodeid, "-p", "no:cacheprovider", "-q", "--hypothesis-profile", "nightly"]).fuzz_targets
     if len(targets) != 1:
         raise SystemExit(f"{nodeid}: expected one Hypothesis test, collected {len(targets)}")
     return targets[0]

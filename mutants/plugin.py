@@ -1,13 +1,12 @@
 """A pytest plugin for mutant runs (`-p mutants.plugin`): counts the examples each test ran, notes
-the example at which a test first failed, and writes one JSON row per test to the path in
-`MTP_MUTANTS_RESULT_JSON`, together with the file the batched step was imported from (so a run
+the example at which a test first failed, and writes one JSON row per test to the path of
+`--mutants-result`, together with the file the batched step was imported from (so a run
 that tested the wrong copy of the project cannot pass for a survivor)."""
 
 from __future__ import annotations
 
 import functools
 import json
-import os
 import sys
 import time
 from collections import Counter
@@ -19,8 +18,6 @@ import hypothesis
 import pytest
 from hypothesis.errors import HypothesisException
 
-ENV_RESULT = "MTP_MUTANTS_RESULT_JSON"
-ENV_SEED = "MTP_MUTANTS_SEED"  # a Hypothesis seed for every test, in place of the profile's derandomized one
 CHECKED_MODULE = "batched.step"
 
 
@@ -127,10 +124,17 @@ class ExampleCounter:
         self.path.write_text(json.dumps(payload, indent=1) + "\n")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("mutants", "the mutation runner's counting plugin")
+    group.addoption("--mutants-result", default=None, metavar="PATH", help="write each test's outcome here as JSON")
+    group.addoption(
+        "--mutants-seed", type=int, default=None, help="a Hypothesis seed for every test, in place of the profile's"
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the counter when the runner asked for results (`MTP_MUTANTS_RESULT_JSON`)."""
-    path = os.environ.get(ENV_RESULT)
+    """Register the counter when the runner asked for results (`--mutants-result`)."""
+    path = config.getoption("mutants_result")
     if path:
-        seed = os.environ.get(ENV_SEED)
-        counter = ExampleCounter(Path(path), int(seed) if seed else None)
+        counter = ExampleCounter(Path(path), config.getoption("mutants_seed"))
         config.pluginmanager.register(counter, "mtp-mutants-counter")

@@ -25,8 +25,15 @@ def test_the_mode_reaches_the_suites_options_and_environment(tmp_path: Path) -> 
     assert cmd[cmd.index("--device") + 1] == "cuda:1" and "-x" in cmd
     assert "--dtype" not in pytest_command(["t"], RunOptions())
     assert "-x" not in pytest_command(["t"], RunOptions(keep_going=True))
-    env = child_env(tmp_path, tmp_path / "r.json", None, "bfloat16")
-    assert env["MTP_VERIFY_DTYPE"] == "bfloat16" and env["MTP_VERIFY_THREADS"] == "1"
+    cmd = pytest_command(["t"], RunOptions(seed=7), None, None, tmp_path / "r.json")
+    assert cmd[cmd.index("--mutants-result") + 1] == str(tmp_path / "r.json") and "--mutants-seed" in cmd
+
+
+def test_the_suites_own_variables_do_not_reach_a_mutants_suite(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("MTP_VERIFY_IMPL", "elsewhere:step")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-k nothing")
+    env = child_env(tmp_path)
+    assert not any(k.startswith("MTP_VERIFY_") for k in env) and "PYTEST_ADDOPTS" not in env
 
 
 def test_a_cpu_reference_reaches_the_suite_and_names_the_mode() -> None:
@@ -43,7 +50,7 @@ def test_the_copy_comes_first_and_no_other_copy_stays_on_the_import_path(tmp_pat
     (other / "batched" / "step.py").write_text("")
     site.mkdir()
     inherited = os.pathsep.join([str(site), str(other), ""])
-    env = child_env(tmp_path / "copy", tmp_path / "r.json")
+    env = child_env(tmp_path / "copy")
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path / "copy")
     assert import_path(tmp_path / "copy", inherited).split(os.pathsep) == [str(tmp_path / "copy"), str(site)]
 
