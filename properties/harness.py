@@ -27,8 +27,8 @@ import torch
 from properties import counters
 from properties.checks import outside
 from properties.checks.call_plan import Plan, expected_plan
+from properties.checks.forcing import next_forced
 from properties.checks.mismatch import Mismatch
-from properties.checks.replay_oracle import next_forced
 from properties.config import DEFAULT_REPLAYS
 from properties.faults import FaultyModel
 from properties.impl import Impl

@@ -17,10 +17,11 @@ from dataclasses import fields
 from typing import Any
 
 from properties.checks.differences import d1_slots, expected_confidences
+from properties.checks.forcing import top_ids_explained
 from properties.checks.logs import expected_once_keys
 from properties.checks.mismatch import Mismatch, short
 from properties.checks.numerics import differing, rounding
-from properties.checks.replay_oracle import replay_mismatches, row_mismatches, top_ids_explained
+from properties.checks.replay_oracle import replay_mismatches, row_mismatches
 from properties.checks.world_state import Owners, compare_buffers
 from properties.side_by_side import SideBySide
 from reference.state import ActiveSeq

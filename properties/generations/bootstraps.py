@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from batched.gate import can_batch_bootstrap
+from properties.checks.forcing import next_forced
 from properties.checks.mismatch import Mismatch
-from properties.checks.replay_oracle import next_forced
 from properties.faults import Call, FaultyModel
 from properties.generations.oracle import Forced, Trace, VerifyRows, divergences, trace_of
 from properties.generations.reach import Reach

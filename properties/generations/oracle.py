@@ -32,9 +32,10 @@ import torch
 
 from properties import counters
 from properties.checks.forced_budget import over_budget as budget_exceeded
+from properties.checks.forcing import explain, top_ids_explained
 from properties.checks.mismatch import Mismatch
 from properties.checks.numerics import differing, rounding, row_difference
-from properties.checks.replay_oracle import CUT_KINDS, explain, replay_of, top_ids_explained
+from properties.checks.replay_oracle import CUT_KINDS, replay_of
 from properties.side_by_side import ForcedDecision, Replay
 from reference.decisions import Decision, DecisionLog
 from reference.engine import VerifyFn
