@@ -3,19 +3,39 @@ with a summary table.
 
     python -m properties.verify [--profile dev|ci|nightly|gpu] [--device best|cpu|cuda]
                                 [--numerics exact|fast] [--dtype float64|float32|bfloat16]
-                                [--max-n N] [--impl module:function]
+                                [--max-n N] [--impl module:function] [--workers N|auto]
                                 [--matrix] [-- extra pytest arguments]
+
+The properties run on pytest-xdist workers: by default one per CPU core on the CPU, and on CUDA
+`GPU_WORKERS` per visible GPU (the plugin pins each worker to one GPU and one torch thread), so a
+step of the tiny model on one worker overlaps the Python of the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import pytest
 
 from properties.behaviours import matrix_text, uncovered
 from properties.config import DTYPES
+
+GPU_WORKERS = 4  # workers per GPU under `--workers auto` on CUDA, at most one per CPU core
+
+
+def workers(requested: str, device: str) -> int:
+    """The xdist workers for `--workers` (`auto`, or a count; 0 runs in this process) on `device`."""
+    if requested != "auto":
+        return int(requested)
+    cores = os.cpu_count() or 1
+    if device == "cpu":
+        return cores
+    import torch
+
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return min(cores, GPU_WORKERS * gpus) if gpus else cores
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default=None, choices=DTYPES, help="model dtype (default: by numerics and device)")
     parser.add_argument("--max-n", type=int, default=None, help="largest sequence mix")
     parser.add_argument("--impl", default=None, help="the implementation under test: a name or module:function")
+    parser.add_argument("--workers", default="auto", help="pytest-xdist workers, or 0 for none (default auto)")
     parser.add_argument("--matrix", action="store_true", help="print the behaviour x property matrix and exit")
     args, extra = parser.parse_known_args(argv)
     if args.matrix:
@@ -45,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if value is not None:
             pytest_args += [flag, str(value)]
+    n = workers(args.workers, args.device)
+    pytest_args += ["-n", str(n)] if n > 1 else []
     pytest_args += [a for a in extra if a != "--"]
     return int(pytest.main(pytest_args))
 
