@@ -12,7 +12,7 @@ MPS: CUDA MPS for the worker processes of one GPU host (`--mps` of the nightly a
 Without it, each worker process has a CUDA context of its own and the GPU runs one context at a
 time: the suite's kernels are tiny and every host read waits for its context's turn, so 16 workers
 on one H200 checked about 5 P1 examples a second. Under MPS the workers' kernels share the GPU
-at once (about 15 a second; docs/gpu-equivalence.md). `cuda_mps` starts a control daemon
+at once (about 15 a second). `cuda_mps` starts a control daemon
 (`nvidia-cuda-mps-control -d`) with its pipe and log folders in a fresh temporary folder, points
 the environment (hence every worker started later) at it, and quits it when the run ends. Nothing
 about the GPU's own settings changes: the compute mode stays as it is, and the daemon's clients are

@@ -5,7 +5,7 @@ The strategies are aimed at the batched paths: most examples bootstrap two rows 
 batched propose group that returns drafts, and a fair share form two groups (a cap of 2 is drawn
 often for that); a third of the rows sample, at continuous temperatures (tiny ones too) with top-p
 cuts; some grammar rows walk their grammar to its end, so that the step's token ends the grammar.
-`docs/generators.md` gives the measured statistics and `tests/test_generator_targets.py` asserts them.
+`docs/generators.md` gives the targets; `tests/test_generator_targets.py` asserts them and prints the figures.
 
 Every strategy shrinks toward the plainest case: two greedy sequences with no grammar, no penalties
 and no faults, in the default model. Choices list the plain value first (`sampled_from` shrinks to

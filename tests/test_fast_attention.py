@@ -1,6 +1,6 @@
 """Fast attention on a GPU: PyTorch chooses among flash, memory-efficient and math attention, never
 cuDNN's, whose per-shape execution plans cost a suite whose every example brings new shapes more than
-the attention itself (docs/gpu-equivalence.md); and a row's output is the one it gets alone."""
+the attention itself (docs/numerics.md); and a row's output is the one it gets alone."""
 
 from __future__ import annotations
 

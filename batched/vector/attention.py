@@ -28,16 +28,16 @@ from reference.model.paged_kv import PagedKv, RowMeta
 
 # Positions a program reads per step of its loop (a power of two; at least one cache block), and the
 # warps of a program. Measured on the H200 at 64 rows of 512 positions, 16 heads of 128 in bf16
-# (`scripts/paged_tiles.py`): one 16-position block per step with 4 warps took 183 us a call; 32
+# (`python -m benchmarks.profile --mode kernel`): one 16-position block per step with 4 warps took 183 us a call; 32
 # positions 209 us, 64 positions 254 us, 128 positions 553 us (wider tiles spill registers). With
 # the rows split into chunks, 2 warps took 150-155 us against 205 us with 4; loading ahead (below)
-# with 1 warp took 126 us, and 473-484 us against 560-570 us at 256 rows
-# (`docs/gpu/paged-prefetch-h200.json`). So a step reads one block, with 1 warp, loading ahead.
+# with 1 warp took 126 us, and 473-484 us against 560-570 us at 256 rows. So a step reads one
+# block, with 1 warp, loading ahead.
 TILE_TOKENS = 16
 WARPS = 1
 # Programs a call aims for (each row and head split into chunks of its span until there are this
 # many): with one program per row and head, small batches leave most of the device idle. At 64 rows
-# the chunks gained at most a fifth (`docs/vector-step.md`, "This round: a split-sequence kernel").
+# the chunks gained at most a fifth (2 warps: 187 us with one chunk, 150-155 us with 2 to 16).
 TARGET_PROGRAMS = 4096
 # Whether a program loads the next tile (and the block ids of the one after) while it computes this
 # one. Either way every output bit is the same: the same operations on the same values, in order.
