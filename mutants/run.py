@@ -34,6 +34,7 @@ from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
 from mutants.subset import cover
 from properties.gpu import MpsError, cuda_mps
+from properties.impl import short_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"
@@ -208,6 +209,8 @@ def baseline_line(r: Result) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Run the selected mutants and report; the exit status the module docstring gives."""
     args = parse_args(argv)
+    if args.impl is not None:
+        args.impl = short_name(args.impl)  # the catalogue names implementations by their registry names
     if args.list:
         for m in selected(None, args.subset, args.per_id, args.impl):
             print(f"{m.id:<34} {m.file:<26} {' '.join(m.ids):<12} {m.description}")

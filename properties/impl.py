@@ -60,6 +60,15 @@ def canonical(name: str) -> str:
     return REGISTRY.get(name, name)
 
 
+def short_name(name: str) -> str:
+    """The registry name for `name`: itself when it is one, the entry whose step `name` spells as
+    `module:function` with its module's own preparation, else `name` unchanged."""
+    if name in REGISTRY:
+        return name
+    plain = [short for short, spec in REGISTRY.items() if spec == name and short not in PREPARATIONS]
+    return plain[0] if plain else name
+
+
 def _module(spec: str, module_name: str) -> ModuleType:
     try:
         return importlib.import_module(module_name)

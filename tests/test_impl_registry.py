@@ -11,7 +11,7 @@ import pytest
 
 from batched.vector.model import VectorMtpModel
 from batched.vector.step import step_mtp_bootstrap_vectorized
-from properties.impl import DEFAULT_IMPL, REGISTRY, canonical, load, plain
+from properties.impl import DEFAULT_IMPL, REGISTRY, canonical, load, plain, short_name
 from properties.specs import ModelSpec
 from properties.world import base_model
 
@@ -67,3 +67,9 @@ def test_registry_names_resolve_to_their_modules() -> None:
 def test_a_bad_name_is_a_clear_error(name: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         load(name)
+
+
+def test_a_registry_step_spelled_as_module_function_has_its_short_name() -> None:
+    assert short_name("batched.vector.step:step_mtp_bootstrap_vectorized") == "vector"
+    assert short_name("batched.step:step_mtp_bootstrap_batched") == "literal"
+    assert short_name("vector-gathered") == "vector-gathered" and short_name("pkg.mod:step") == "pkg.mod:step"
