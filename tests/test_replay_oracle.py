@@ -15,7 +15,7 @@ import torch
 
 import batched.step
 from batched.batched_model import BatchedMtpModel
-from properties.checks import numerics, replay_oracle
+from properties.checks import forcing, numerics
 from properties.checks.compare import check_equivalence
 from properties.harness import run_side_by_side
 from properties.impl import load
@@ -159,7 +159,7 @@ def test_a_forced_decision_beyond_its_bound_is_not_forced(monkeypatch: pytest.Mo
     # Rows within the (widened) rounding tolerance, but the bound a row difference can explain
     # shrunk to nothing: the divergence is reported instead of forced.
     monkeypatch.setitem(numerics.ROUNDING, "float32", 0.5)
-    monkeypatch.setattr(replay_oracle, "_bound", lambda sbs, d, slot, delta: (0.0, "logits"))
+    monkeypatch.setattr(forcing, "_bound", lambda sbs, d, slot, delta: (0.0, "logits"))
     swap_top_two(monkeypatch, below=2.0)
     sbs = run_side_by_side(spec_for("float32", temperature=0.0), load())
     assert not sbs.forced_decisions and sbs.unexplained
