@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import fakeredis
 import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase
 
 from properties.databases import describe, developer_database, is_redis_url, nightly_database, redact
+
+fakeredis = pytest.importorskip("fakeredis", reason="an optional dependency (the dev extra)")
 
 KEY, VALUE = b"test key", b"an example"
 

@@ -10,11 +10,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import redis
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from nightly.cli import main
 from properties.databases import developer_database, nightly_database
+
+redis = pytest.importorskip("redis", reason="an optional dependency (the dev extra)")
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY, VALUE = b"test key", b"an example"
