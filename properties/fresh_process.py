@@ -5,7 +5,9 @@ outlives a step) shows only in the first steps of a process; a test run reaches 
 whichever test happens to come first, which may check nothing of it. Here each call runs its
 examples, in order and with every check, in a new process forked from a server that imported the
 suite and then nothing else ran (`multiprocessing`'s forkserver, started once per test process):
-the first example is the first step of a process, whatever ran in this one before.
+the first example is the first step of a process, whatever ran in this one before. On CUDA the new
+process is spawned instead (a fresh interpreter): CUDA cannot be used in a forked child once the
+forking process has touched it, and importing the suite may.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ PRELOAD = ["properties.harness", "properties.checks.compare", "properties.checks
 
 
 @functools.cache
-def _server() -> BaseContext:
+def _server(device: str) -> BaseContext:
+    if device.startswith("cuda"):
+        return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     return ctx
@@ -33,7 +37,7 @@ def _server() -> BaseContext:
 def run_fresh(specs: Sequence[WorldSpec], run: RunConfig) -> list[str]:
     """The report of every example of `specs` that fails any check (equivalence, calls, logs, the
     state outside the world), run in order as the first steps of a new process."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=_server()) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=_server(run.device)) as pool:
         return pool.submit(_run_all, tuple(specs), run).result()
 
 
