@@ -1,3 +1,3 @@
-"""Benchmarks of the bootstrap step (per-sequence loop against the batched step, with the memory
-floor per batch size), of the P1 equivalence check's throughput, and the report that turns a
-pytest-benchmark JSON file into `docs/benchmarks.md`."""
+"""Benchmarks of the bootstrap step (the implementations side by side per batch size, with the memory
+floor), of the P1 equivalence check's throughput, their report (`benchmarks.report`) and the
+profiler (`benchmarks.profile`); docs/benchmarks.md has the details."""

@@ -1,5 +1,6 @@
-"""The per-sequence bootstrap loop, the batched step and the fully batched step side by side, one
-benchmark group per batch size n.
+"""The bootstrap implementations side by side, one benchmark group per batch size n: by default the
+per-sequence loop (`loop`), the literal batched step (`literal`) and the fully batched step
+(`vector`), named as the suite's registry names them (`--bench-impls` picks others).
 
 Every round runs one step on a fresh copy of the same world (the step mutates it), copied into one
 model per (n, implementation) so that the fully batched step's CUDA graphs are captured once, in the
@@ -8,6 +9,7 @@ device is synchronised at the end of the setup and of the timed call, so a CUDA 
 whole step's device work. Before timing, one counted run (not timed) records the device operators
 and host reads the step issues (a graph replay is not an operator: it counts as none) and which rows
 drafted; the memory floor of the batched step's work follows from those rows (`benchmarks.floor`).
+Case ids are `n<size>-<impl>` (`-k vector`, `-k "loop and n064"`), and `extra_info["impl"]` is the name.
 """
 
 from __future__ import annotations
@@ -26,16 +28,8 @@ from benchmarks.floor import step_bytes
 from benchmarks.host_probe import host_probe_s
 from benchmarks.opcount import count_ops
 from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
-from benchmarks.worlds import build_bench_world, cache_lens, sync
-from properties.impl import Impl, load, plain
+from benchmarks.worlds import bench_impl, build_bench_world, cache_lens, sync
 from properties.world import World
-from reference.step import step_mtp_bootstrap_per_seq
-
-IMPLS: dict[str, Impl] = {
-    "per_seq": plain(step_mtp_bootstrap_per_seq),
-    "batched": load("literal"),
-    "vector": load("vector"),
-}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -48,7 +42,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     except NoCudaDevice as e:
         metafunc.parametrize("case", [pytest.param(None, marks=pytest.mark.skip(reason=str(e)))])
         return
-    cases = [(n, impl) for n in s.sizes for impl in IMPLS]
+    cases = [(n, impl) for n in s.sizes for impl in s.impls]
     metafunc.parametrize("case", cases, ids=[f"n{n:03d}-{impl}" for n, impl in cases])
 
 
@@ -64,7 +58,7 @@ def working_model(s: BenchSettings, n: int, impl: str) -> Any:
     world's model as the implementation prepares it (`properties.impl.Impl.prepare_model`: the fully
     batched step's `VectorMtpModel`, the others' `BatchedMtpModel`). Each round copies the world
     into it, so the graphs the fully batched step captures stay valid from round to round."""
-    return IMPLS[impl].prepare_model(pristine_world(s, n).model.clone())
+    return bench_impl(impl).prepare_model(pristine_world(s, n).model.clone())
 
 
 def device_name(device: str) -> str:
@@ -82,7 +76,7 @@ def plan_rounds(seconds_per_call: float, s: BenchSettings) -> int:
 def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchSettings, bandwidth: float) -> None:
     n, impl = case
     s = bench_settings
-    step = IMPLS[impl].step
+    step = bench_impl(impl).step
     base = pristine_world(s, n)
 
     work = working_model(s, n, impl)

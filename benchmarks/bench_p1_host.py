@@ -1,7 +1,8 @@
 """P1 throughput of a whole GPU host: examples a second from one worker process per CPU core, spread
-over the GPUs, at n <= 64 in fast bf16 (`benchmarks.host_throughput`; the environment variables of
-`host_config_from_env` change it). Skips without a CUDA device. The host's rate and each worker's
-go into the benchmark's extra_info."""
+over the GPUs, at n <= 64 in fast bf16 (`benchmarks.host_throughput`; the suite's `--numerics`,
+`--dtype`, `--max-n`, `--reference-device` and the `--bench-host-*` options change it, as
+`benchmarks.settings.host_config` reads them). Skips without a CUDA device. The host's rate and
+each worker's go into the benchmark's extra_info."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from typing import Any
 import pytest
 import torch
 
-from benchmarks.host_throughput import HostResult, host_config_from_env, measure
+from benchmarks.host_throughput import HostResult, measure
+from benchmarks.settings import host_config_from_config
 
 
 @pytest.mark.gpu
-def test_p1_host_throughput(benchmark: Any) -> None:
+def test_p1_host_throughput(benchmark: Any, request: pytest.FixtureRequest) -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
-    cfg = host_config_from_env("cuda")
+    cfg = host_config_from_config(request.config, "cuda")
     benchmark.group = "p1 host throughput"
     result: HostResult = benchmark.pedantic(measure, args=(cfg,), rounds=1, iterations=1)
     benchmark.extra_info.update(

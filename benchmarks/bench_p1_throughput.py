@@ -5,41 +5,43 @@ run also keeps warm. Besides the wall-clock figure it records examples per secon
 time, the better estimate on a shared, loaded machine, bootstrapped rows per CPU second (comparable
 across versions of the strategies, which decide how many rows an example holds), and how many
 examples showed a mismatch (the P1 property reports those; the throughput benchmark only counts
-them). Rounds: `MTP_BENCH_P1_ROUNDS` (default 1, so a plain test run stays quick; 5 for a figure
-worth quoting)."""
+them). Rounds: `--bench-p1-rounds` or `MTP_BENCH_P1_ROUNDS` (`benchmarks.settings.p1_rounds`: default
+1, so a plain test run stays quick; 5 for a figure worth quoting)."""
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
+from collections.abc import Sequence
 from typing import Any
 
+import pytest
 import torch
 
 from benchmarks.p1_specs import p1_run_config, p1_specs
+from benchmarks.settings import p1_rounds
 from properties.checks.compare import check_equivalence
 from properties.harness import run_side_by_side
-from properties.impl import load
+from properties.impl import Impl, load
 from properties.specs import WorldSpec
 
-ENV_P1_ROUNDS = "MTP_BENCH_P1_ROUNDS"
 
-
-def check_all(specs: tuple[WorldSpec, ...]) -> int:
-    """Run P1 on every spec; returns the number of examples that showed a mismatch."""
+def check_all(specs: Sequence[WorldSpec], impl: Impl | None = None) -> int:
+    """Run P1 on every spec against `impl` (default: the suite's default implementation); returns the
+    number of examples that showed a mismatch."""
+    impl = load() if impl is None else impl
     failures = 0
     for spec in specs:
-        sbs = run_side_by_side(spec, load())
+        sbs = run_side_by_side(spec, impl)
         failures += bool(check_equivalence(sbs))
     return failures
 
 
-def test_p1_throughput(benchmark: Any) -> None:
+def test_p1_throughput(benchmark: Any, request: pytest.FixtureRequest) -> None:
     t0 = time.perf_counter()
     specs = p1_specs()
     draw_s = time.perf_counter() - t0
-    rounds = int(os.environ.get(ENV_P1_ROUNDS) or "1")
+    rounds = p1_rounds(request.config)
     run = p1_run_config()
 
     cpu_s: list[float] = []

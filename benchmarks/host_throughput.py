@@ -8,65 +8,24 @@ its own. The workers draw and warm up first, then start together. Two ways to co
 - a time window (`seconds` > 0): each worker keeps checking its examples (`examples` of them drawn
   beforehand, a bound) until the window closes; the host's rate is the examples finished inside the
   window over its length: the sustained rate of a run that goes on, as a nightly does. A worker
-  that runs out of examples before the window closes fails the measurement."""
+  that runs out of examples before the window closes fails the measurement.
+The measurement takes its configuration as a `HostConfig` argument; `benchmarks.settings.host_config`
+builds one from options and the environment."""
 
 from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
-import os
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from properties.config import reference_device_for
+from benchmarks.settings import HostConfig
 from properties.gpu import cuda_mps
 
-ENV_WORKERS = "MTP_BENCH_HOST_WORKERS"
-ENV_EXAMPLES = "MTP_BENCH_HOST_EXAMPLES"
-ENV_MPS = "MTP_BENCH_HOST_MPS"  # 1: the workers share each GPU through CUDA MPS (`properties.gpu`)
-ENV_SECONDS = "MTP_BENCH_HOST_SECONDS"  # > 0: count the examples finished within a window this long
-
-
-@dataclass(slots=True, frozen=True)
-class HostConfig:
-    """One measurement: the device kind (cpu or cuda), numerics, dtype, largest mix, the number of
-    worker processes and the examples each checks."""
-
-    device: str = "cuda"
-    numerics: str = "fast"
-    dtype: str = "bfloat16"
-    max_n: int = 64
-    workers: int = 1
-    examples: int = 20
-    reference_device: str = ""  # "": the reference runs on the workers' device too
-    mps: bool = False  # the workers share each GPU through CUDA MPS, started for the measurement
-    seconds: float = 0.0  # > 0: a time window (examples is then each worker's bound), else a fixed count
-
-
-def host_config_from_env(device: str = "cuda") -> HostConfig:
-    """The benchmark's configuration: fast bf16 at n <= 64 on one worker per CPU core, unless
-    `MTP_VERIFY_NUMERICS`, `MTP_VERIFY_DTYPE`, `MTP_VERIFY_MAX_N`, `MTP_BENCH_HOST_WORKERS` or
-    `MTP_BENCH_HOST_EXAMPLES` (examples per worker) say otherwise, with CUDA MPS where
-    `MTP_BENCH_HOST_MPS` is 1 and a time window of `MTP_BENCH_HOST_SECONDS`; the reference runs where
-    `MTP_VERIFY_REFERENCE_DEVICE` says (`properties.run_config.reference_device_for`)."""
-    return HostConfig(
-        device=device,
-        numerics=os.environ.get("MTP_VERIFY_NUMERICS") or "fast",
-        dtype=os.environ.get("MTP_VERIFY_DTYPE") or "bfloat16",
-        max_n=int(os.environ.get("MTP_VERIFY_MAX_N") or 64),
-        workers=int(os.environ.get(ENV_WORKERS) or os.cpu_count() or 1),
-        examples=int(os.environ.get(ENV_EXAMPLES) or 20),
-        reference_device=reference_device_for(
-            device,
-            os.environ.get("MTP_VERIFY_NUMERICS") or "fast",
-            os.environ.get("MTP_VERIFY_REFERENCE_DEVICE") or "same",
-        ),
-        mps=os.environ.get(ENV_MPS) == "1",
-        seconds=float(os.environ.get(ENV_SECONDS) or 0),
-    )
+__all__ = ["HostConfig", "HostResult", "check_until", "draw_specs", "measure"]
 
 
 def draw_specs(run: Any, count: int, stream: int) -> list[Any]:

@@ -16,9 +16,9 @@ def have_matplotlib() -> bool:
 
 
 def plot_rows(rows: list[Row], path: Path, title: str) -> bool:
-    """Write the plot of `rows` to `path` (PNG): speedup over the loop against n, and every
-    implementation's time over the floor against n (the fully batched step too when the rows have
-    it), log-x. False (nothing written) without matplotlib or plottable rows."""
+    """Write the plot of `rows` to `path` (PNG): the literal and the fully batched (`vector`) step's
+    speedup over the loop against n, and every implementation's time over the floor against n,
+    log-x. False (nothing written) without matplotlib or plottable rows."""
     if not have_matplotlib():
         return False
     import matplotlib
@@ -27,24 +27,28 @@ def plot_rows(rows: list[Row], path: Path, title: str) -> bool:
     import matplotlib.pyplot as plt
     from matplotlib.ticker import NullLocator
 
-    speed = [(r.n, r.speedup) for r in rows if r.speedup is not None]
-    vspeed = [(r.n, r.vector_speedup) for r in rows if r.vector_speedup is not None]
-    batched = [(r.n, r.batched_s / r.floor_s) for r in rows if r.batched_s and r.floor_s]
-    per_seq = [(r.n, r.per_seq_s / r.floor_s) for r in rows if r.per_seq_s and r.floor_s]
-    vector = [(r.n, r.vector_s / r.floor_s) for r in rows if r.vector_s and r.floor_s]
-    if not (speed or vspeed or batched or per_seq or vector):
+    speedups = {
+        "literal": [(r.n, r.literal_speedup) for r in rows if r.literal_speedup is not None],
+        "vector": [(r.n, r.vector_speedup) for r in rows if r.vector_speedup is not None],
+    }
+    over_floor = {
+        "loop": [(r.n, r.loop_s / r.floor_s) for r in rows if r.loop_s and r.floor_s],
+        "literal": [(r.n, r.literal_s / r.floor_s) for r in rows if r.literal_s and r.floor_s],
+        "vector": [(r.n, r.vector_s / r.floor_s) for r in rows if r.vector_s and r.floor_s],
+    }
+    if not any(speedups.values()) and not any(over_floor.values()):
         return False
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    colors = {"per-sequence": "C0", "batched": "C1", "fully batched": "C2"}  # the same in both panels
-    for points, label in ((speed, "batched"), (vspeed, "fully batched")):
+    colors = {"loop": "C0", "literal": "C1", "vector": "C2"}  # the same in both panels
+    for label, points in speedups.items():
         if points:
             ax1.plot(*zip(*points, strict=True), marker="o", label=label, color=colors[label])
     ax1.axhline(1.0, color="grey", linewidth=0.8)
-    ax1.set(xscale="log", yscale="log" if vspeed else "linear", xlabel="n (sequences)")
-    ax1.set(ylabel="speedup over the per-sequence loop")
-    if vspeed:
+    ax1.set(xscale="log", yscale="log" if speedups["vector"] else "linear", xlabel="n (sequences)")
+    ax1.set(ylabel="speedup over the loop")
+    if speedups["vector"]:
         ax1.legend()
-    for points, label in ((per_seq, "per-sequence"), (batched, "batched"), (vector, "fully batched")):
+    for label, points in over_floor.items():
         if points:
             ax2.plot(*zip(*points, strict=True), marker="o", label=label, color=colors[label])
     ax2.axhline(1.0, color="grey", linewidth=0.8)

@@ -1,5 +1,5 @@
-"""`python -m benchmarks.report RESULTS.json ... [--out docs]`: write pytest-benchmark JSON files'
-results into `<out>/benchmarks.md` and plot them (several files: their results together, as one run
+"""`python -m benchmarks.report RESULTS.json ... --out DIR`: write pytest-benchmark JSON files'
+results into `DIR/benchmarks.md` and plot them (several files: their results together, as one run
 split by batch size, so that a run cut short still reports the sizes it finished).
 
 The bootstrap table goes between the markers of its device kind and mix (`bench:gpu`, `bench:cpu`,
@@ -118,7 +118,7 @@ def write_report(results: Path | Sequence[Path], out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path, nargs="+", help="pytest-benchmark JSON files (--benchmark-json)")
-    parser.add_argument("--out", type=Path, default=Path("docs"), help="folder of benchmarks.md (default docs)")
+    parser.add_argument("--out", type=Path, required=True, help="the folder of the report's benchmarks.md and plots")
     args = parser.parse_args(argv)
     try:
         written = write_report(args.results, args.out)

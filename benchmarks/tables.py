@@ -7,36 +7,40 @@ from typing import Any
 
 from benchmarks.host_probe import HostSpeed, host_speed
 
+# Older results files named the implementations otherwise; they are read under today's names.
+LEGACY_IMPLS = {"per_seq": "loop", "batched": "literal"}
+
 
 @dataclass(slots=True, frozen=True)
 class Row:
-    """One batch size: medians of the implementations, the floor, and the counted device work. The
-    fully batched step (`vector_*`) is None in files that did not run it."""
+    """One batch size: medians of the implementations (`loop`, `literal`, `vector`: the names of
+    `benchmarks.settings.IMPL_NAMES`), the floor, and the counted device work. An implementation
+    missing from the file is None."""
 
     n: int
-    per_seq_s: float | None
-    batched_s: float | None
+    loop_s: float | None
+    literal_s: float | None
     floor_s: float | None
-    per_seq_ops: int | None
-    batched_ops: int | None
-    per_seq_reads: int | None
-    batched_reads: int | None
+    loop_ops: int | None
+    literal_ops: int | None
+    loop_reads: int | None
+    literal_reads: int | None
     vector_s: float | None = None
     vector_ops: int | None = None
     vector_reads: int | None = None
     vector_host: HostSpeed | None = None  # its rounds against the host's speed, where both were recorded
 
     @property
-    def speedup(self) -> float | None:
-        return _div(self.per_seq_s, self.batched_s)
+    def literal_speedup(self) -> float | None:
+        return _div(self.loop_s, self.literal_s)
 
     @property
-    def over_floor(self) -> float | None:
-        return _div(self.batched_s, self.floor_s)
+    def literal_over_floor(self) -> float | None:
+        return _div(self.literal_s, self.floor_s)
 
     @property
     def vector_speedup(self) -> float | None:
-        return _div(self.per_seq_s, self.vector_s)
+        return _div(self.loop_s, self.vector_s)
 
     @property
     def vector_over_floor(self) -> float | None:
@@ -45,6 +49,12 @@ class Row:
 
 def _div(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
+
+
+def impl_name(entry: dict[str, Any]) -> str:
+    """The implementation a benchmark entry ran, under today's name."""
+    name = str(entry["extra_info"]["impl"])
+    return LEGACY_IMPLS.get(name, name)
 
 
 def bootstrap_entries(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -58,28 +68,27 @@ def p1_entries(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def bootstrap_rows(entries: list[dict[str, Any]]) -> list[Row]:
-    """One row per batch size, ascending; a side missing from the file is None."""
+    """One row per batch size, ascending; an implementation missing from the file is None."""
     by_n: dict[int, dict[str, dict[str, Any]]] = {}
     for b in entries:
-        info = b["extra_info"]
-        by_n.setdefault(int(info["n"]), {})[info["impl"]] = b
+        by_n.setdefault(int(b["extra_info"]["n"]), {})[impl_name(b)] = b
     rows = []
     for n in sorted(by_n):
-        per, bat, vec = by_n[n].get("per_seq"), by_n[n].get("batched"), by_n[n].get("vector")
+        loop, literal, vector = by_n[n].get("loop"), by_n[n].get("literal"), by_n[n].get("vector")
         rows.append(
             Row(
                 n=n,
-                per_seq_s=_median(per),
-                batched_s=_median(bat),
-                floor_s=(bat or vec or per or {}).get("extra_info", {}).get("floor_s"),
-                per_seq_ops=_info(per, "device_ops"),
-                batched_ops=_info(bat, "device_ops"),
-                per_seq_reads=_info(per, "host_reads"),
-                batched_reads=_info(bat, "host_reads"),
-                vector_s=_median(vec),
-                vector_ops=_info(vec, "device_ops"),
-                vector_reads=_info(vec, "host_reads"),
-                vector_host=_host(vec),
+                loop_s=_median(loop),
+                literal_s=_median(literal),
+                floor_s=(literal or vector or loop or {}).get("extra_info", {}).get("floor_s"),
+                loop_ops=_info(loop, "device_ops"),
+                literal_ops=_info(literal, "device_ops"),
+                loop_reads=_info(loop, "host_reads"),
+                literal_reads=_info(literal, "host_reads"),
+                vector_s=_median(vector),
+                vector_ops=_info(vector, "device_ops"),
+                vector_reads=_info(vector, "host_reads"),
+                vector_host=_host(vector),
             )
         )
     return rows
@@ -123,32 +132,29 @@ def _pair(a: int | None, b: int | None) -> str:
 
 
 def bootstrap_table(rows: list[Row]) -> str:
-    """The markdown table: n, both medians, speedup, floor, batched over floor, counted work; with the
-    fully batched step's columns when the rows have them (`vector_table`)."""
+    """The markdown table: n, the loop's and the literal step's medians, speedup, floor, time over the
+    floor, counted work; with the fully batched step's columns when the rows have them (`vector_table`)."""
     if any(r.vector_s is not None or r.vector_ops is not None for r in rows):
         return vector_table(rows)
-    reads = any(r.per_seq_reads is not None or r.batched_reads is not None for r in rows)
-    head = (
-        "| n | per-sequence median | batched median | speedup | floor | batched / floor "
-        "| device ops (per-seq / batched) |"
-    )
+    reads = any(r.loop_reads is not None or r.literal_reads is not None for r in rows)
+    head = "| n | loop | literal | speedup over the loop | floor | literal / floor | device ops (loop / literal) |"
     rule = "|---:|---:|---:|---:|---:|---:|---:|"
     if reads:
-        head += " host reads (per-seq / batched) |"
+        head += " host reads (loop / literal) |"
         rule += "---:|"
     lines = [head, rule]
     for r in rows:
         cells = [
             str(r.n),
-            fmt_time(r.per_seq_s),
-            fmt_time(r.batched_s),
-            _ratio(r.speedup),
+            fmt_time(r.loop_s),
+            fmt_time(r.literal_s),
+            _ratio(r.literal_speedup),
             fmt_time(r.floor_s),
-            _ratio(r.over_floor),
-            _pair(r.per_seq_ops, r.batched_ops),
+            _ratio(r.literal_over_floor),
+            _pair(r.loop_ops, r.literal_ops),
         ]
         if reads:
-            cells.append(_pair(r.per_seq_reads, r.batched_reads))
+            cells.append(_pair(r.loop_reads, r.literal_reads))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -158,31 +164,31 @@ def _triple(a: int | None, b: int | None, c: int | None) -> str:
 
 
 def vector_table(rows: list[Row]) -> str:
-    """The three implementations side by side: the loop, the literal batched step and the fully
+    """The three implementations side by side, the loop, the literal batched step and the fully
     batched step: medians, speedups over the loop, the floor, times over the floor, counted work."""
-    reads = any(x is not None for r in rows for x in (r.per_seq_reads, r.batched_reads, r.vector_reads))
+    reads = any(x is not None for r in rows for x in (r.loop_reads, r.literal_reads, r.vector_reads))
     head = (
-        "| n | per-sequence | batched | fully batched | speedup (batched / fully) | floor "
-        "| over floor (batched / fully) | device ops (per-seq / batched / fully) |"
+        "| n | loop | literal | vector | speedup over the loop (literal / vector) | floor "
+        "| over floor (literal / vector) | device ops (loop / literal / vector) |"
     )
     rule = "|---:|---:|---:|---:|---:|---:|---:|---:|"
     if reads:
-        head += " host reads (per-seq / batched / fully) |"
+        head += " host reads (loop / literal / vector) |"
         rule += "---:|"
     lines = [head, rule]
     for r in rows:
         cells = [
             str(r.n),
-            fmt_time(r.per_seq_s),
-            fmt_time(r.batched_s),
+            fmt_time(r.loop_s),
+            fmt_time(r.literal_s),
             fmt_time(r.vector_s),
-            f"{_ratio(r.speedup)} / {_ratio(r.vector_speedup)}",
+            f"{_ratio(r.literal_speedup)} / {_ratio(r.vector_speedup)}",
             fmt_time(r.floor_s),
-            f"{_ratio(r.over_floor)} / {_ratio(r.vector_over_floor)}",
-            _triple(r.per_seq_ops, r.batched_ops, r.vector_ops),
+            f"{_ratio(r.literal_over_floor)} / {_ratio(r.vector_over_floor)}",
+            _triple(r.loop_ops, r.literal_ops, r.vector_ops),
         ]
         if reads:
-            cells.append(_triple(r.per_seq_reads, r.batched_reads, r.vector_reads))
+            cells.append(_triple(r.loop_reads, r.literal_reads, r.vector_reads))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,18 +12,45 @@ import torch
 from benchmarks.floor import propose_passes, step_bytes, weight_bytes
 from benchmarks.opcount import count_ops
 from benchmarks.report import begin_marker, end_marker, replace_section, write_report
-from benchmarks.settings import CPU_DEFAULTS, parse_sizes, resolve
+from benchmarks.settings import CPU_DEFAULTS, HostConfig, host_config, parse_impls, parse_sizes, resolve
 from benchmarks.tables import bootstrap_rows, fmt_time
-from benchmarks.worlds import build_bench_world
+from benchmarks.worlds import bench_impl, build_bench_world
+from properties.impl import load
 
 
 def test_settings_resolve_overrides_and_rejects_bad_sizes() -> None:
     s = resolve({"device": "cpu", "sizes": "1,3", "budget": "0.5"}, env={"MTP_BENCH_HIDDEN": "32"})
     assert (s.sizes, s.budget_s, s.hidden, s.dtype) == ((1, 3), 0.5, 32, CPU_DEFAULTS.dtype)
+    assert s.impls == ("loop", "literal", "vector")
     with pytest.raises(ValueError, match="positive integers"):
         parse_sizes("1,0")
     with pytest.raises(ValueError, match="expected cpu"):
         resolve({"device": "tpu"}, env={})
+
+
+def test_settings_name_the_implementations_as_the_registry_does() -> None:
+    s = resolve({"device": "cpu", "impls": "vector,loop"}, env={"MTP_BENCH_IMPLS": "literal"})
+    assert s.impls == ("vector", "loop"), "an option wins over the environment"
+    assert resolve({"device": "cpu"}, env={"MTP_BENCH_IMPLS": "vector-gathered"}).impls == ("vector-gathered",)
+    with pytest.raises(ValueError, match="expected names among loop, literal, vector"):
+        parse_impls("per_seq,batched")
+    assert bench_impl("loop").name == "loop" and bench_impl("literal").step is load("literal").step
+    with pytest.raises(ValueError, match="benchmark implementation 'batched'"):
+        bench_impl("batched")
+
+
+def test_settings_of_the_p1_benchmarks_come_from_options_then_the_environment() -> None:
+    env = {"MTP_VERIFY_NUMERICS": "exact", "MTP_VERIFY_DTYPE": "float64", "MTP_BENCH_HOST_WORKERS": "3"}
+    cfg = host_config({"max_n": 8, "host_examples": "5", "host_mps": "1"}, env, device="cpu")
+    assert (cfg.numerics, cfg.dtype, cfg.max_n, cfg.workers, cfg.examples, cfg.mps) == (
+        "exact",
+        "float64",
+        8,
+        3,
+        5,
+        True,
+    )
+    assert host_config({}, {}, device="cpu") == HostConfig(device="cpu", workers=os.cpu_count() or 1)
 
 
 def test_weight_bytes_cover_every_weight_once() -> None:
@@ -73,7 +101,7 @@ def _entry(n: int, impl: str, median: float) -> dict[str, object]:
 
 
 def test_report_writes_table_between_markers(tmp_path: Path) -> None:
-    data = {"benchmarks": [_entry(2, "per_seq", 4e-3), _entry(2, "batched", 1e-3)], "datetime": "today"}
+    data = {"benchmarks": [_entry(2, "loop", 4e-3), _entry(2, "literal", 1e-3)], "datetime": "today"}
     results = tmp_path / "results.json"
     results.write_text(json.dumps(data))
     doc = tmp_path / "benchmarks.md"
@@ -83,14 +111,22 @@ def test_report_writes_table_between_markers(tmp_path: Path) -> None:
     assert "kept" in text and "tail" in text and "old" not in text
     assert "| 2 | 4 ms | 1 ms | 4.00x | 100 µs | 10x | 20 / 20 |" in text
     rows = bootstrap_rows(data["benchmarks"])  # type: ignore[arg-type]
-    assert rows[0].speedup == pytest.approx(4.0)
+    assert rows[0].literal_speedup == pytest.approx(4.0)
+
+
+def test_report_reads_older_files_under_todays_names(tmp_path: Path) -> None:
+    results = tmp_path / "old.json"
+    results.write_text(json.dumps({"benchmarks": [_entry(2, "per_seq", 4e-3), _entry(2, "batched", 1e-3)]}))
+    write_report(results, tmp_path)
+    text = (tmp_path / "benchmarks.md").read_text()
+    assert "| n | loop | literal |" in text and "| 2 | 4 ms | 1 ms | 4.00x |" in text
 
 
 def test_report_merges_files_of_one_run_split_by_batch_size(tmp_path: Path) -> None:
     files = []
     for n in (2, 4):
         path = tmp_path / f"results-n{n}.json"
-        path.write_text(json.dumps({"benchmarks": [_entry(n, "per_seq", 4e-3), _entry(n, "batched", 1e-3)]}))
+        path.write_text(json.dumps({"benchmarks": [_entry(n, "loop", 4e-3), _entry(n, "literal", 1e-3)]}))
         files.append(path)
     write_report(files, tmp_path)
     text = (tmp_path / "benchmarks.md").read_text()

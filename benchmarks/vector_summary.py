@@ -1,12 +1,12 @@
 """`python -m benchmarks.vector_summary RESULTS.json [...] [--n 64] [--doc docs/vector-step.md]`: the
 fully batched step against its targets at one batch size, as a markdown table.
 
-Per mix found in the files: the medians of the per-sequence loop, the batched step and the fully
-batched step, the memory floor, the fully batched step's time over the floor and its speedup over
-the loop, each against its target (within 5x of the floor with every row greedy, within 8x with
-every fourth row sampled, at least 100x faster than the loop), and how many of its rounds ran on a
-slowed host (`benchmarks.host_probe`; the verdicts use every round). Printed, and with `--doc`
-written between the `bench:vector-summary` markers of that page.
+Per mix found in the files: the medians of the per-sequence loop (`loop`), the literal batched step
+(`literal`) and the fully batched step (`vector`), the memory floor, the fully batched step's time
+over the floor and its speedup over the loop, each against its target (within 5x of the floor with
+every row greedy, within 8x with every fourth row sampled, at least 100x faster than the loop), and
+how many of its rounds ran on a slowed host (`benchmarks.host_probe`; the verdicts use every
+round). Printed, and with `--doc` written between the `bench:vector-summary` markers of that page.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _verdict(ok: bool | None) -> str:
 def summary_table(found: dict[str, tuple[list[Row], dict[str, Any]]], n: int) -> str:
     """The markdown table at batch size n, one line per mix."""
     lines = [
-        "| mix | device | per-sequence | batched | fully batched | floor | fully batched / floor (target) "
+        "| mix | device | loop | literal | vector | floor | vector / floor (target) "
         "| speedup over the loop (target) | device ops | host reads | rounds on a slowed host |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -62,8 +62,8 @@ def summary_table(found: dict[str, tuple[list[Row], dict[str, Any]]], n: int) ->
         cells = [
             mix,
             str(info.get("device_name", info.get("device", "-"))),
-            fmt_time(r.per_seq_s),
-            fmt_time(r.batched_s),
+            fmt_time(r.loop_s),
+            fmt_time(r.literal_s),
             fmt_time(r.vector_s),
             fmt_time(r.floor_s),
             f"{'-' if over is None else f'{over:.1f}x'} (<= {floor_target:g}x: {_verdict(floor_ok)})"

@@ -12,6 +12,7 @@ in scattered blocks, `history` output tokens, no grammar, speculation on. The wo
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import random
@@ -21,9 +22,11 @@ from typing import Any
 import torch
 
 from batched.vector.model import VectorMtpModel
-from benchmarks.settings import BenchSettings
+from benchmarks.settings import IMPL_NAMES, LOOP, BenchSettings
+from properties.impl import Impl, load, plain
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from properties.world import World, build_world, draft_table_len
+from reference.step import step_mtp_bootstrap_per_seq
 
 MAX_DRAFTS = 8
 SAMPLED_EVERY = 4  # row i samples when i % SAMPLED_EVERY == SAMPLED_EVERY - 1
@@ -98,21 +101,36 @@ def cache_lens(world: World) -> list[int]:
     return [world.active[i].seq.seq_len for i in world.idxs]
 
 
+@functools.cache
+def bench_impl(name: str) -> Impl:
+    """The implementation a benchmark runs under `name`: `loop` (the per-sequence reference step) or a
+    name of the suite's registry (`properties.impl.REGISTRY`). ValueError for any other name."""
+    if name not in IMPL_NAMES:
+        raise ValueError(f"benchmark implementation {name!r}: expected one of {', '.join(IMPL_NAMES)}")
+    return plain(step_mtp_bootstrap_per_seq, LOOP) if name == LOOP else load(name)
+
+
 @dataclass(slots=True)
-class VectorBench:
-    """The benchmark world of n sequences on a `VectorMtpModel`, and the model every measured step
-    runs on: each step gets a fresh copy of the world in it, so its graphs stay captured."""
+class StepBench:
+    """The benchmark world of n sequences on the model one implementation runs on, and the model
+    every measured step runs on: each step gets a fresh copy of the world in it, so the fully
+    batched step's graphs stay captured."""
 
     settings: BenchSettings
+    impl: Impl
     base: World
-    work: VectorMtpModel
+    work: Any
 
     @classmethod
-    def make(cls, s: BenchSettings, n: int, **model: Any) -> VectorBench:
-        """`model`: `VectorMtpModel.from_model`'s options (graph_after, paged)."""
+    def make(cls, s: BenchSettings, n: int, impl: str = "vector", graph_after: int | None = 1) -> StepBench:
+        """The bench of `impl` (`bench_impl`) at n sequences; on a `VectorMtpModel` (`vector`,
+        `vector-gathered`), its passes are captured as graphs after `graph_after` eager calls (None: never)."""
+        runs = bench_impl(impl)
         base = build_bench_world(s, n)
-        base.model = VectorMtpModel.from_model(base.model, **model)
-        return cls(s, base, base.model.clone())
+        base.model = runs.prepare_model(base.model)
+        if isinstance(base.model, VectorMtpModel):
+            base.model.graph_after = graph_after
+        return cls(s, runs, base, base.model.clone())
 
     def fresh(self) -> World:
         """The world copied into the working model, its garbage collected, the device idle."""
@@ -120,3 +138,8 @@ class VectorBench:
         gc.collect()  # the copy's garbage is not the step's
         sync(self.settings.device)
         return w
+
+    def run(self, w: World) -> None:
+        """One step of the implementation on `w`, the device synchronised after it."""
+        self.impl.step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
+        sync(self.settings.device)

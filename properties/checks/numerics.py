@@ -12,7 +12,7 @@ operations (a drafter row four drafts deep has gone through four drafter steps, 
 rounded operations), and the batched kernels reduce in another order (a group's drafter attends
 over the span of its longest member). In bf16 every operation's output is rounded to 8 bits, so the
 error is about one u per operation in series; in float32 the sums inside each operation add their
-own (tens of terms each). Measured over generated worlds (`scripts/fast_rounding.py`,
+own (tens of terms each). Measured over generated worlds (`python -m benchmarks.profile --mode rounding`,
 docs/numerics.md) the worst is 4-6 u in bf16 and 20 u in float32: the tolerances leave 3-4x
 headroom, and every catalogued bug still dies in fast numerics (docs/mutants.md). Non-finite values
 must match exactly (NaN with NaN, inf with inf of the same sign).

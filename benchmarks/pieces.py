@@ -1,0 +1,137 @@
+"""The fully batched step's pieces, wrapped for `benchmarks.profile`: functions and methods patched by
+name for the length of a `with` block (a rename in `batched.vector` fails here, loudly).
+
+`TIMED` are the pieces whose host time the `timers` mode adds up (nested pieces count in their
+parents too); `MARKED` those whose start, end and device completion the `timeline` mode records.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+
+import batched.vector.model as vector_model
+import batched.vector.propose_ahead as propose_ahead
+import batched.vector.sample as vector_sample
+import batched.vector.step as vector_step
+from batched.vector.model import VectorMtpModel
+from batched.vector.static_passes import HostCopy, PassCache, Staging, StaticPass
+from batched.vector.table_mirror import TableMirror
+
+Piece = tuple[Any, str]  # (owner: a module or class, attribute)
+TIMED: tuple[Piece, ...] = (
+    (vector_step, "select_rows"),
+    (VectorMtpModel, "_check_decode_batch"),
+    (vector_model, "decode_padded"),
+    (vector_step, "sample_all"),
+    (vector_step, "row_classes"),
+    (vector_sample, "sample_pass"),
+    (VectorMtpModel, "argmax_batch"),
+    (vector_step, "emit_rows"),
+    (vector_step, "stash_all"),
+    (vector_step, "propose_from_stash"),
+    (VectorMtpModel, "_check_propose_batched"),
+    (vector_model, "propose_padded"),
+    (VectorMtpModel, "propose_ahead"),
+    (vector_model, "take"),
+    (vector_model, "undo"),
+    (vector_step, "checkpoint_rows"),
+    (TableMirror, "write"),
+    (StaticPass, "load"),
+    (Staging, "copy_to"),
+    (HostCopy, "of"),
+    (HostCopy, "values"),
+    (PassCache, "run"),
+    (torch.cuda.Event, "synchronize"),
+    (torch.cuda.Event, "record"),
+)
+MARKED: tuple[Piece, ...] = (
+    (VectorMtpModel, "_check_decode_batch"),
+    (vector_model, "decode_padded"),
+    (vector_step, "sample_all"),
+    (vector_step, "row_classes"),
+    (vector_sample, "sample_pass"),
+    (vector_sample, "device_tokens"),
+    (VectorMtpModel, "propose_ahead"),
+    (vector_model, "propose_batch_ok"),
+    (vector_model, "launch_propose"),
+    (vector_sample, "batched_argmax"),
+    (vector_sample, "read_together"),
+    (vector_step, "emit_rows"),
+    (vector_step, "stash_all"),
+    (VectorMtpModel, "_check_propose_batched"),
+    (vector_model, "take"),
+    (propose_ahead, "finish_propose"),
+    (vector_step, "checkpoint_rows"),
+)
+
+
+def label(piece: Piece) -> str:
+    """`module.function` or `Class.method`, without the `batched.` prefix."""
+    owner, name = piece
+    return f"{getattr(owner, '__name__', owner)}.{name}".removeprefix("batched.")
+
+
+@contextmanager
+def patched(pieces: tuple[Piece, ...], wrap: Callable[[Callable[..., Any], str], Callable[..., Any]]) -> Iterator[None]:
+    """Every piece replaced by `wrap(original, label)` inside the block, the originals put back after it.
+    AttributeError names a piece that no longer exists."""
+    originals = [(owner, name, getattr(owner, name)) for owner, name in pieces]
+    try:
+        for owner, name, fn in originals:
+            setattr(owner, name, wrap(fn, label((owner, name))))
+        yield
+    finally:
+        for owner, name, fn in reversed(originals):
+            setattr(owner, name, fn)
+
+
+def timer(totals: dict[str, float]) -> Callable[[Callable[..., Any], str], Callable[..., Any]]:
+    """A `patched` wrapper that adds each call's host seconds to `totals[label]`."""
+
+    def wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[name] = totals.get(name, 0.0) + time.perf_counter() - t0
+
+        return timed
+
+    return wrap
+
+
+Marks = dict[str, list[tuple[float, float, Any]]]  # label -> (host entry, host exit, event at exit) per call
+
+
+def marker(
+    marks: Marks, clock: dict[str, float], cuda: bool
+) -> Callable[[Callable[..., Any], str], Callable[..., Any]]:
+    """A `patched` wrapper that records each call's host entry and exit (seconds after `clock["t0"]`)
+    and, on a GPU, a timing event recorded on the current stream at its exit: when the device has
+    finished everything the piece queued there."""
+
+    def wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def marked(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                t1 = time.perf_counter()
+                event = None
+                if cuda:
+                    event = torch.cuda.Event(enable_timing=True)
+                    event.record()
+                marks.setdefault(name, []).append((t0 - clock["t0"], t1 - clock["t0"], event))
+
+        return marked
+
+    return wrap

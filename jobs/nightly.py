@@ -1,0 +1,51 @@
+"""The `nightly` job: `python -m nightly` for what the budget leaves (or `--minutes`), its outputs
+packed under `nightly/` (report.md, summary.json, junit.xml, details.tar.gz), the head of its report
+in the summary. By default every property in fast bf16 on cuda; `--tests`, `--impl`, `--dtype`,
+`--mps` and `--reference-device` narrow or move it (P1, P4 and P6 against the fully batched step in
+fast float32, say).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from jobs.session import Session
+
+MARGIN_S = 75.0  # a round may outrun the minutes by about its length; packing the outputs takes some too
+REPORT_LINES = 15  # of nightly/report.md, in the summary
+
+
+@dataclass(slots=True, frozen=True)
+class NightlyParams:
+    device: str = field(default="cuda", metadata={"help": "best, cuda or cpu"})
+    numerics: str = field(default="fast", metadata={"help": "fast or exact"})
+    dtype: str = field(default="", metadata={"help": "one dtype instead of the numerics' default"})
+    impl: str = field(default="", metadata={"help": "literal (default), vector, vector-gathered or module:function"})
+    tests: tuple[str, ...] = field(default=(), metadata={"help": "test paths (default: every property)"})
+    minutes: float = field(default=0.0, metadata={"help": "time of the rounds (0: what the budget leaves)"})
+    examples: int = field(default=0, metadata={"help": "examples per test and round (0: by minutes)"})
+    workers: int = field(default=-1, metadata={"help": "xdist workers (-1: one per core; 0: in-process)"})
+    max_n: int = field(default=0, metadata={"help": "largest sequence mix (0: the suite's)"})
+    reference_device: str = field(default="", metadata={"help": "same or cpu"})
+    model: str = field(default="", metadata={"help": "small (default) or serving"})
+    mps: bool = field(default=False, metadata={"help": "share each GPU among the workers through CUDA MPS"})
+    database_dir: str = field(default="", metadata={"help": "the local example database (default: the nightly's)"})
+
+
+def nightly(s: Session, p: NightlyParams) -> None:
+    """Run the nightly job into `nightly/`, for `minutes` or what the budget leaves less `MARGIN_S`."""
+    minutes = p.minutes or max(0.5, (s.left_s() - MARGIN_S) / 60)
+    out = s.path("nightly")
+    cmd = s.py("-m", "nightly", "--device", p.device, "--numerics", p.numerics, "--out", out, "--pack")
+    cmd += ["--examples", str(p.examples)] if p.examples else ["--minutes", f"{minutes:.2f}"]
+    for option, value in (("--dtype", p.dtype), ("--impl", p.impl), ("--reference-device", p.reference_device),
+                          ("--model", p.model), ("--max-n", p.max_n), ("--database-dir", p.database_dir)):  # fmt: skip
+        cmd += [option, str(value)] if value else []
+    cmd += ["--workers", str(p.workers)] if p.workers >= 0 else []
+    cmd += ["--mps"] if p.mps else []
+    cmd += ["--tests", *p.tests] if p.tests else []
+    s.run("nightly", cmd)
+    report = out / "report.md"
+    if report.exists():
+        head = report.read_text().splitlines()[:REPORT_LINES]
+        s.sections.append("From nightly/report.md:\n\n" + "\n".join(head))
