@@ -19,6 +19,9 @@ from mutants.order import SuiteTest, ordered_nodeids
 from mutants.spec import Mutant
 
 BASELINE = "baseline"
+# The baseline runs every test to the end where a mutant usually stops at its first: its time limit
+# is this many mutants' (a loaded machine must not fail the run before any mutant result exists).
+BASELINE_TIMEOUTS = 4
 
 
 def _dropped(name: str) -> bool:
@@ -184,19 +187,20 @@ def run_mutant(
         order = ordered_nodeids(tests, m.ids, opts.last_killers.get(m.id)) if m else ordered_nodeids(tests, ())
         cmd = pytest_command(order, opts, device, impl, result_path)
         env = child_env(project)
+        timeout_s = opts.timeout_s * (BASELINE_TIMEOUTS if m is None else 1)
         if opts.server is not None:
-            done = opts.server.run(cmd[3:], project, env, child_sys_path(project, env), work, opts.timeout_s)
+            done = opts.server.run(cmd[3:], project, env, child_sys_path(project, env), work, timeout_s)
             code, output, timed_out = done.code, done.output, done.timed_out
         else:
             try:
                 proc = subprocess.run(
-                    cmd, cwd=project, env=env, capture_output=True, text=True, timeout=opts.timeout_s, check=False
+                    cmd, cwd=project, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
                 )
                 code, output, timed_out = proc.returncode, proc.stdout + proc.stderr, False
             except subprocess.TimeoutExpired:
                 code, output, timed_out = None, "", True
         if timed_out:
-            res.reason = f"the suite ran past {opts.timeout_s:.0f} s"
+            res.reason = f"the suite ran past {timeout_s:.0f} s"
             return res
         if code not in (0, 1) or not result_path.is_file():
             res.reason = f"pytest exit {code}: {_tail(output)}"
