@@ -11,9 +11,7 @@ device. The command ends by replaying the case here and saying whether it fails 
 
 from __future__ import annotations
 
-import argparse
 import json
-import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -25,11 +23,11 @@ from properties.checks.mismatch import Mismatch
 from properties.config import DEFAULT_REPLAYS
 from properties.harness import run_side_by_side
 from properties.impl import DEFAULT_IMPL, Impl, load
+from properties.regression_files import promote_parser, write_case
 from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
 
 REGRESSIONS = Path(__file__).resolve().parent / "step" / "regressions"
-NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 
 
 def load_regression(path: Path) -> tuple[WorldSpec, str]:
@@ -69,30 +67,16 @@ def promote(
     is not a spec or a name that is not lower-case letters, digits, `_` and `-`; FileExistsError
     when another regression has that name (unless `force`)."""
     spec, old_note = load_regression(src)
-    name = name or src.stem
-    if not NAME.fullmatch(name):
-        raise ValueError(f"--name {name!r}: use lower-case letters, digits, '_' and '-' (at most 64)")
-    dest = dest_dir / f"{name}.json"
-    text = regression_text(spec, note or old_note)
-    if dest.exists() and dest.read_text() != text and not force:
-        raise FileExistsError(f"{dest} exists with another spec: choose another --name or pass --force")
-    dest_dir.mkdir(parents=True, exist_ok=True)
-    dest.write_text(text)
-    return dest
+    return write_case(dest_dir, name or src.stem, regression_text(spec, note or old_note), force, "spec")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m properties.promote", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = promote_parser(
+        "python -m properties.promote", __doc__, "a replay file written by a failing property", DEFAULT_IMPL
     )
-    parser.add_argument("replay", type=Path, help="a replay file written by a failing property")
-    parser.add_argument("--name", default=None, help="the regression's name (default: the replay file's name)")
-    parser.add_argument("--note", default="", help="what the case caught, kept in the file")
-    parser.add_argument("--force", action="store_true", help="replace a regression of the same name")
-    parser.add_argument("--impl", default=DEFAULT_IMPL, help="the implementation to check it against now")
     args = parser.parse_args(argv)
     try:
-        dest = promote(args.replay, args.name, args.note, args.force)
+        dest = promote(args.source, args.name, args.note, args.force)
     except (ValueError, FileExistsError) as e:
         print(e, file=sys.stderr)
         return 2

@@ -21,30 +21,17 @@ from batched.vector.rows import RowProcessing, divide_rows
 from batched.vector.sampling_pass import SampleRequest, host_error, read_together, sample_rows
 from batched.vector.static_passes import PassCache
 from properties.grammars import SPECS, random_walk
-from reference.decisions import argmax_lowest
 from reference.errors import ModelError
 from reference.grammar import GrammarState, start_grammar
 from reference.logprobs import extract_single_logprobs
 from reference.penalties import PenaltyParams
 from reference.sampling import gumbel_noise, sample_token_with_grammar
 from reference.sched_ctx import SamplingConfig
+from tests.row_models import ArgmaxModel
 
 NEG_INF = float("-inf")
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 ROW_KINDS = ("plain",) * 6 + ("ties", "ties", "masked", "masked", "one_finite", "huge", "nan", "posinf", "all_neginf")
-
-
-class RowModel:
-    """What sampling asks of a model: the vocabulary size and the per-row argmax."""
-
-    def __init__(self, vocab: int) -> None:
-        self.vocab = vocab
-
-    def vocab_size(self) -> int:
-        return self.vocab
-
-    def argmax_on_device(self, row: torch.Tensor) -> int:
-        return argmax_lowest(row)
 
 
 @dataclass(slots=True)
@@ -156,7 +143,7 @@ def request(j: int, c: RowCase, sampling: SamplingConfig, vocab: int) -> SampleR
     )
 
 
-def per_row(model: RowModel, row: torch.Tensor, c: RowCase, sampling: SamplingConfig, j: int) -> int | str:
+def per_row(model: ArgmaxModel, row: torch.Tensor, c: RowCase, sampling: SamplingConfig, j: int) -> int | str:
     try:
         return sample_token_with_grammar(
             model,
@@ -184,7 +171,7 @@ def check_batch(
     pass is run eagerly once, then captured as a CUDA graph and replayed twice, with the same results."""
     logits = logits.to(device)
     vocab = logits.shape[1]
-    model = RowModel(vocab)
+    model = ArgmaxModel(vocab)
     before = logits.clone()
     accepted = [list(c.grammar.accepted) if c.grammar else None for c in cases]
     requests = [request(j, c, sampling, vocab) for j, c in enumerate(cases)]
@@ -253,7 +240,7 @@ def check_logprobs(logits: torch.Tensor, tokens: list[int], ks: list[int], devic
     rows = list(range(logits.shape[0]))
     lr = logprob_pass(logits, rows, torch.tensor(tokens, device=device), ks)
     chosen, ids, lps, undefined = read_together([lr.chosen, lr.top_ids, lr.top_lp, lr.undefined])
-    model = RowModel(logits.shape[1])
+    model = ArgmaxModel(logits.shape[1])
     for i in rows:
         want = extract_single_logprobs(model, logits[i], tokens[i], ks[i])
         got = to_logprobs(lr, i, tokens[i], chosen, ids, lps, undefined)

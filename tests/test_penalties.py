@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 import torch
 from hypothesis import given
@@ -19,6 +17,7 @@ from reference.penalties import (
     penalty_params_for,
 )
 from reference.state import ActiveSeq, SequenceState
+from tests.row_models import py_penalize
 
 VOCAB = 10
 NEG_INF = float("-inf")
@@ -31,20 +30,6 @@ params = st.builds(
     presence=st.one_of(st.just(0.0), st.floats(-2.0, 2.0)),
     banned_ids=st.lists(st.integers(0, VOCAB - 1), max_size=3, unique=True).map(tuple),
 )
-
-
-def py_penalize(row: list[float], p: PenaltyParams, history: list[int]) -> list[float]:
-    counts = Counter(history)
-    out = []
-    for i, x in enumerate(row):
-        c = counts.get(i, 0)
-        if c and p.repetition != 1.0:
-            x = x / p.repetition if x > 0 else x * p.repetition
-        x = x - c * p.frequency
-        if c:
-            x = x - p.presence
-        out.append(NEG_INF if i in p.banned_ids else x)
-    return out
 
 
 @given(tokens=st.lists(st.integers(0, 5), max_size=15), end=st.one_of(st.none(), st.integers(0, 5)))

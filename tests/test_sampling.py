@@ -14,6 +14,7 @@ from reference.decisions import DecisionKey, DecisionLog, argmax_lowest
 from reference.penalties import PenaltyParams, apply_penalties
 from reference.sampling import processed_row, sample_token_with_grammar
 from reference.sched_ctx import SamplingConfig
+from tests.row_models import py_penalize
 
 NEG_INF = float("-inf")
 
@@ -44,21 +45,6 @@ penalties = st.builds(
     frequency=st.one_of(st.just(0.0), st.floats(-1.0, 1.0)),
     presence=st.one_of(st.just(0.0), st.floats(-1.0, 1.0)),
 )
-
-
-def py_penalize(row: list[float], p: PenaltyParams, history: list[int]) -> list[float]:
-    """docs/semantics.md's penalty formula, one logit at a time."""
-    counts = Counter(history)
-    out = []
-    for i, x in enumerate(row):
-        c = counts.get(i, 0)
-        if c and p.repetition != 1.0:
-            x = x / p.repetition if x > 0 else x * p.repetition
-        x = x - c * p.frequency
-        if c:
-            x = x - p.presence
-        out.append(NEG_INF if i in p.banned_ids else x)
-    return out
 
 
 def best_first(row: list[float]) -> list[int]:
@@ -151,12 +137,8 @@ def py_top_p_prefix(row: list[float], temperature: float, p: float) -> tuple[lis
     return kept, 1.0
 
 
-@given(
-    row=logit_rows(), temperature=st.floats(0.2, 5.0), p=st.floats(0.05, 0.99), seed=st.integers(0, 2**64 - 1)
-)
-def test_top_p_keeps_the_smallest_prefix_with_mass_p(
-    row: list[float], temperature: float, p: float, seed: int
-) -> None:
+@given(row=logit_rows(), temperature=st.floats(0.2, 5.0), p=st.floats(0.05, 0.99), seed=st.integers(0, 2**64 - 1))
+def test_top_p_keeps_the_smallest_prefix_with_mass_p(row: list[float], temperature: float, p: float, seed: int) -> None:
     kept, margin = py_top_p_prefix(row, temperature, p)
     assume(margin > 1e-9)  # the oracle sums in another order: stay away from the cut
     assert sample(row, temperature=temperature, top_p=p, seed=seed) in kept
@@ -269,8 +251,6 @@ def test_forced_choice_wins(row: list[float], data: st.DataObject, greedy: bool,
     forced = data.draw(st.integers(0, len(row) - 1))
     key = DecisionKey(7, 0, "token")
     with DecisionLog(forced={key: forced}) as log:
-        tok = sample(
-            row, temperature=0.0 if greedy else 1.0, sampling=SamplingConfig(fast_greedy_grammar=fast)
-        )
+        tok = sample(row, temperature=0.0 if greedy else 1.0, sampling=SamplingConfig(fast_greedy_grammar=fast))
     assert tok == forced
     assert log.records[-1].forced and log.records[-1].chosen == forced

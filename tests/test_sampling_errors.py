@@ -8,22 +8,11 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.decisions import argmax_lowest
 from reference.errors import ModelError
 from reference.penalties import PenaltyParams
 from reference.sampling import SamplingError, sample_token_with_grammar
 from reference.sched_ctx import SamplingConfig
-
-
-class ArgmaxModel:
-    def __init__(self, vocab: int) -> None:
-        self.vocab = vocab
-
-    def vocab_size(self) -> int:
-        return self.vocab
-
-    def argmax_on_device(self, row: torch.Tensor) -> int:
-        return argmax_lowest(row)
+from tests.row_models import ArgmaxModel
 
 
 class MaskGrammar:

@@ -14,6 +14,7 @@ from reference.decisions import argmax_lowest
 from reference.penalties import PenaltyParams
 from reference.sampling import gumbel_noise, noise_bits, noise_keys, sample_token_with_grammar
 from reference.sched_ctx import SamplingConfig
+from tests.row_models import ArgmaxModel
 
 M32 = 0xFFFFFFFF
 IDS = [0, 1, 2, 1000, 131071]
@@ -33,17 +34,6 @@ GOLDEN_BITS = {
 GOLDEN_KEYS = {(0, 0): (1293516399, 2802244911, 956087953, 595752380)}
 # Tokens sampled at positions 0..11 with seed 2024, temperature 1, from linspace(-1, 1, 16).
 GOLDEN_TOKENS = [4, 10, 1, 15, 1, 5, 11, 10, 10, 13, 14, 4]
-
-
-class ArgmaxModel:
-    def __init__(self, vocab: int) -> None:
-        self.vocab = vocab
-
-    def vocab_size(self) -> int:
-        return self.vocab
-
-    def argmax_on_device(self, row: torch.Tensor) -> int:
-        return argmax_lowest(row)
 
 
 def py_fmix32(x: int) -> int:
