@@ -15,13 +15,16 @@ from properties.generations import test_p9_generations as p9
 from properties.generations.reach import CHANGES
 
 EXAMPLES = 20
-# Requests seen through the implementation before and after each change, in the sample.
-# Measured at the time of writing (20 examples): 5, 7, 6 and 30.
+# Requests seen through the implementation before and after each change, in the sample. The sample
+# is not the same in every process (20 examples; hold ended, grammar advanced, penalised history
+# grew, speculation changed): 8, 5, 10, 42 in a pytest process of its own, 11, 5, 6, 17 in a plain
+# interpreter, 24, 16, 14, 19 on a CI xdist worker after other tests. The minimums sit under the
+# lowest of each.
 MIN_REQUESTS = {
     "hold ended": 3,
     "grammar advanced": 4,
     "penalised history grew": 4,
-    "speculation state changed": 20,
+    "speculation state changed": 12,
 }
 
 
