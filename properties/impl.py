@@ -1,15 +1,23 @@
-"""The implementation under test, as one `Impl`: its step, the model it runs on, its call contract.
+"""The implementation under test, as one `Impl`: its step, the model it runs on, its call contract
+and its noise.
 
-A short name from `REGISTRY` (`literal`, the default; `vector`; `vector-gathered`) or `module:function`
-for any other step with the signature `(model, active, sched, idxs, ladder_nd, verify_ctx) -> None`.
-Everything besides the step comes from the module the name points at, never from the module where
-the function happens to be defined: a module that imports another's step and adds a `prepare_model`
-of its own is run on its own preparation. What a module may say:
+A short name from `REGISTRY` (`literal`, the default; `vector`; `vector-gathered`; the own-noise
+samplers `vector-torch`, `vector-torch-batch` and, on a GPU with FlashInfer, `flashinfer`), a name
+another installed package registers under the `mtp_bootstrap_verify.impls` entry-point group (its
+value a `module:function`), or `module:function` for any other step with the signature
+`(model, active, sched, idxs, ladder_nd, verify_ctx) -> None`. Everything besides the step comes
+from the registry entry or from the module the name points at, never from the module where the
+function happens to be defined. What a module may say:
 
 - `prepare_model(model) -> model`: the model the step runs on, given the world's (default: the
   world's model itself).
 - `PER_ROW_FAST_GREEDY_CALLS = False`: greedy rows the batched argmax does not serve are argmaxed
   inside a batched pass, with no per-row `argmax_on_device` call (default True, as the loop does).
+- `NOISE = "own"`: the step samples with its own randomness, not the reference's counter-based
+  noise (default "coupled": every token bit-equal to the reference's). Its sampled tokens are then
+  checked for support, in distribution and for seed invariance (`properties.sampling`).
+- `ROW_SAMPLER`: the step's sampler as a `reference.row_request.RowSampler`, which the distribution
+  oracle draws from many times (required with `NOISE = "own"`).
 """
 
 from __future__ import annotations
@@ -17,34 +25,89 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from importlib.metadata import entry_points
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
+
+from reference.row_request import RowSampler
 
 StepFn = Callable[..., Any]
-REGISTRY: dict[str, str] = {
-    "literal": "batched.step:step_mtp_bootstrap_batched",
-    "vector": "batched.vector.step:step_mtp_bootstrap_vectorized",
+Noise = Literal["coupled", "own"]
+NOISES: tuple[Noise, ...] = ("coupled", "own")
+ENTRY_POINT_GROUP = "mtp_bootstrap_verify.impls"
+
+
+@dataclass(slots=True, frozen=True)
+class Entry:
+    """A registry entry: the step as `module:function`, and what differs from its module's own
+    declarations (a preparation, the noise, the row sampler, each as `module:function`)."""
+
+    step: str
+    prepare: str | None = None
+    noise: Noise | None = None
+    sampler: str | None = None
+
+
+REGISTRY: dict[str, Entry] = {
+    "literal": Entry("batched.step:step_mtp_bootstrap_batched"),
+    "vector": Entry("batched.vector.step:step_mtp_bootstrap_vectorized"),
     # The fully batched step on a model that never takes the paged kernel: in fast numerics its
     # attention is then the reference's own kernel over each row's gathered span. The kernel rounds
     # otherwise, and in bfloat16 that alone forces more near-ties than the budget allows, so a GPU
     # checks the step's logic in bf16 this way and the kernel in fast float32.
-    "vector-gathered": "batched.vector.step:step_mtp_bootstrap_vectorized",
+    "vector-gathered": Entry(
+        "batched.vector.step:step_mtp_bootstrap_vectorized", prepare="batched.vector.step:prepare_gathered_model"
+    ),
+    # Samplers with their own randomness (an exponential race on torch generators): one generator
+    # per request, seeded from its seed and position; one generator for the whole batch.
+    "vector-torch": Entry(
+        "batched.vector.own_noise:step_torch_generators",
+        noise="own",
+        sampler="batched.vector.own_noise:sample_rows_torch_generators",
+    ),
+    "vector-torch-batch": Entry(
+        "batched.vector.own_noise:step_one_generator",
+        noise="own",
+        sampler="batched.vector.own_noise:sample_rows_one_generator",
+    ),
+    # FlashInfer's top-k/top-p sampling kernels (a GPU and the `flashinfer` extra).
+    "flashinfer": Entry(
+        "batched.flashinfer_sampler:step_flashinfer", noise="own", sampler="batched.flashinfer_sampler:sample_rows"
+    ),
 }
-# Registry names whose model preparation is another than their module's `prepare_model`.
-PREPARATIONS: dict[str, str] = {"vector-gathered": "batched.vector.step:prepare_gathered_model"}
-DEFAULT_IMPL = REGISTRY["literal"]
+DEFAULT_IMPL = REGISTRY["literal"].step
+
+
+def register(name: str, entry: Entry) -> None:
+    """Add `name` to the registry (a package's own implementations; see `ENTRY_POINT_GROUP`)."""
+    if name in REGISTRY and REGISTRY[name] != entry:
+        raise ValueError(f"implementation name {name!r} is already registered as {REGISTRY[name]}")
+    REGISTRY[name] = entry
+
+
+def _entry(name: str) -> Entry | None:
+    """The registry entry for `name`, looking in installed packages' entry points when it is no
+    name of the suite's own."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            return Entry(ep.value)
+    return None
 
 
 @dataclass(slots=True, frozen=True)
 class Impl:
     """An implementation under test: `name` as the user gave it, the step, the model preparation
-    (None: the world's model as it is) and whether greedy rows outside the batched argmax make the
-    per-row `argmax_on_device` call."""
+    (None: the world's model as it is), whether greedy rows outside the batched argmax make the
+    per-row `argmax_on_device` call, its noise and, for own noise, its row sampler."""
 
     name: str
     step: StepFn
     prepare: Callable[[Any], Any] | None = None
     per_row_fast_greedy_calls: bool = True
+    noise: Noise = "coupled"
+    sampler: RowSampler | None = None
 
     def prepare_model(self, model: Any) -> Any:
         """The model the step runs on for a world whose model is `model`."""
@@ -57,7 +120,8 @@ class Impl:
 
 def canonical(name: str) -> str:
     """`module:function` for a registry name, else `name` itself."""
-    return REGISTRY.get(name, name)
+    entry = _entry(name)
+    return entry.step if entry is not None else name
 
 
 def short_name(name: str) -> str:
@@ -65,7 +129,7 @@ def short_name(name: str) -> str:
     `module:function` with its module's own preparation, else `name` unchanged."""
     if name in REGISTRY:
         return name
-    plain = [short for short, spec in REGISTRY.items() if spec == name and short not in PREPARATIONS]
+    plain = [short for short, e in REGISTRY.items() if e == Entry(name)]
     return plain[0] if plain else name
 
 
@@ -76,27 +140,38 @@ def _module(spec: str, module_name: str) -> ModuleType:
         raise ValueError(f"--impl {spec!r}: cannot import module {module_name!r}: {e}") from e
 
 
-def load(name: str = DEFAULT_IMPL) -> Impl:
-    """The implementation `name`; a ValueError names what was wrong."""
-    spec = canonical(name)
-    module_name, sep, fn_name = spec.partition(":")
-    if not sep or not module_name or not fn_name:
+def _attr(name: str, spec: str) -> Any:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
         known = ", ".join(REGISTRY)
         raise ValueError(f"--impl {name!r}: expected one of {known}, or module:function such as {DEFAULT_IMPL}")
-    module = _module(name, module_name)
-    fn = getattr(module, fn_name, None)
+    return getattr(_module(name, module_name), attr, None)
+
+
+def load(name: str = DEFAULT_IMPL) -> Impl:
+    """The implementation `name`; a ValueError names what was wrong."""
+    entry = _entry(name) or Entry(name)
+    module_name = entry.step.partition(":")[0]
+    fn = _attr(name, entry.step)
     if not callable(fn):
-        raise ValueError(f"--impl {name!r}: module {module_name!r} has no callable {fn_name!r}")
-    prepare = getattr(module, "prepare_model", None)
-    if name in PREPARATIONS:
-        prep_module, _, prep_name = PREPARATIONS[name].partition(":")
-        prepare = getattr(_module(name, prep_module), prep_name)
+        raise ValueError(f"--impl {name!r}: module {module_name!r} has no callable {entry.step.partition(':')[2]!r}")
+    module = _module(name, module_name)
+    prepare = _attr(name, entry.prepare) if entry.prepare else getattr(module, "prepare_model", None)
     if prepare is not None and not callable(prepare):
         raise ValueError(f"--impl {name!r}: {module_name}.prepare_model is not callable")
     contract = getattr(module, "PER_ROW_FAST_GREEDY_CALLS", True)
     if not isinstance(contract, bool):
         raise ValueError(f"--impl {name!r}: {module_name}.PER_ROW_FAST_GREEDY_CALLS must be True or False")
-    return Impl(name, fn, prepare, contract)
+    noise = entry.noise or getattr(module, "NOISE", "coupled")
+    if noise not in NOISES:
+        raise ValueError(f"--impl {name!r}: {module_name}.NOISE is {noise!r}, expected one of {', '.join(NOISES)}")
+    sampler = _attr(name, entry.sampler) if entry.sampler else getattr(module, "ROW_SAMPLER", None)
+    if noise == "own" and not callable(sampler):
+        raise ValueError(
+            f"--impl {name!r}: own noise needs its row sampler ({module_name}.ROW_SAMPLER, a "
+            "reference.row_request.RowSampler) for the distribution oracle"
+        )
+    return Impl(name, fn, prepare, contract, noise, sampler if noise == "own" else None)
 
 
 def plain(step: StepFn, name: str = "") -> Impl:

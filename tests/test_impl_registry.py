@@ -52,7 +52,7 @@ def test_registry_names_resolve_to_their_modules() -> None:
     vector = load("vector")
     assert vector.step is step_mtp_bootstrap_vectorized and not vector.per_row_fast_greedy_calls
     assert isinstance(vector.prepare_model(base_model(ModelSpec()).clone()), VectorMtpModel)
-    assert load(REGISTRY["vector"]).prepare is vector.prepare
+    assert load(REGISTRY["vector"].step).prepare is vector.prepare
     assert plain(step_mtp_bootstrap_vectorized).prepare is None
 
 
