@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import torch
 
+from batched.model_checks import check_decode_batch, check_propose_batched, check_stash
 from reference.capture import capture_draft_rows
 from reference.errors import ModelError
-from reference.model.checks import check_propose, check_rank
+from reference.model.checks import check_rank
 from reference.model.drafter import draft_span_blocks, drafter_rows
 from reference.model.kernels import argmax_rows, softmax_confidence
 from reference.model.model import TinyMtpModel
@@ -237,41 +238,13 @@ class BatchedMtpModel(TinyMtpModel):
             conf_out[:] = [row[k:] for row in host]
         return [[int(d) for d in row[:k]] for row in host]
 
-    # Checks ------------------------------------------------------------------------------------
+    # Checks (`batched.model_checks`) -----------------------------------------------------------
 
     def _check_stash(self, row: int, what: str) -> None:
-        if self.stash is None:
-            raise ModelError("hidden stash not allocated (stash_capacity 0)")
-        if not (isinstance(row, int) and 0 <= row < self.cfg.stash_capacity):
-            raise ModelError(f"stash {what} {row!r} out of range (capacity {self.cfg.stash_capacity})")
+        check_stash(self.cfg, self.stash, row, what)
 
     def _check_decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int) -> None:
-        """Row count and lengths, every row's decode checks, rows sorted by SSM slot (else slot; a
-        sequence without an SSM slot may share its key with one that has that SSM slot), no slot
-        or SSM slot twice, and no two rows writing the same KV position."""
-        n = len(seqs)
-        if not 1 <= n <= self.cfg.max_batch_rows:
-            raise ModelError(f"{n} rows: expected 1..{self.cfg.max_batch_rows}")
-        if len(tokens) != n:
-            raise ModelError(f"{len(tokens)} tokens for {n} rows")
-        for j, (t, s) in enumerate(zip(tokens, seqs, strict=True)):
-            try:
-                self._check_decode(t, s, rank)
-            except ModelError as e:
-                raise e.context(f"row {j}") from None
-        keys = [s.ssm_slot if s.ssm_slot is not None else s.slot_idx for s in seqs]
-        ssm = [s.ssm_slot for s in seqs if s.ssm_slot is not None]
-        if len(set(ssm)) != len(ssm):
-            raise ModelError(f"duplicate SSM slot among rows: {ssm}")
-        for j in range(1, n):
-            if keys[j] < keys[j - 1]:
-                raise ModelError(
-                    f"rows not sorted by SSM slot: row {j} (slot {keys[j]}) after row {j - 1} (slot {keys[j - 1]})"
-                )
-        self._check_distinct(
-            [s.slot_idx for s in seqs],
-            [(s.block_table[s.seq_len // self.cfg.block_size], s.seq_len % self.cfg.block_size) for s in seqs],
-        )
+        check_decode_batch(self.cfg, tokens, seqs, lambda t, s: self._check_decode(t, s, rank))
 
     def _check_propose_batched(
         self,
@@ -282,43 +255,4 @@ class BatchedMtpModel(TinyMtpModel):
         seqs: list[SequenceState],
         rank: int,
     ) -> None:
-        cfg, n = self.cfg, len(seqs)
-        check_rank(rank)
-        if not 1 <= n <= cfg.max_batch_rows:
-            raise ModelError(f"{n} members: expected 1..{cfg.max_batch_rows}")
-        if not len(tokens) == len(positions) == len(stash_idx) == n:
-            raise ModelError(
-                f"{len(tokens)} tokens, {len(positions)} positions, {len(stash_idx)} stash rows for {n} members"
-            )
-        for g, r in enumerate(stash_idx):
-            try:
-                self._check_stash(r, "row")
-            except ModelError as e:
-                raise e.context(f"member {g}") from None
-        for g, (t, p, s) in enumerate(zip(tokens, positions, seqs, strict=True)):
-            try:
-                check_propose(cfg, t, p, k, s, cfg.max_batched_drafts)
-            except ModelError as e:
-                raise e.context(f"member {g}") from None
-        writes = [
-            (s.draft_block_table[(p + i) // cfg.block_size], (p + i) % cfg.block_size)
-            for p, s in zip(positions, seqs, strict=True)
-            for i in range(k)
-        ]
-        self._check_distinct([s.slot_idx for s in seqs], writes)
-        for s in seqs:
-            if len(s.draft_block_table) > self.meta_stride:
-                raise ModelError(
-                    f"sequence slot {s.slot_idx}: drafter block table of {len(s.draft_block_table)} blocks "
-                    f"exceeds meta stride {self.meta_stride}"
-                ).context("pack_mtp_attn_meta")
-
-    @staticmethod
-    def _check_distinct(slots: list[int], writes: list[tuple[int, int]]) -> None:
-        """No sequence slot twice, and no KV position (block, offset) written twice."""
-        if len(set(slots)) != len(slots):
-            dup = next(s for s in slots if slots.count(s) > 1)
-            raise ModelError(f"sequence slot {dup} appears twice")
-        if len(set(writes)) != len(writes):
-            dup_w = next(w for w in writes if writes.count(w) > 1)
-            raise ModelError(f"two writes to KV block {dup_w[0]} offset {dup_w[1]}")
+        check_propose_batched(self.cfg, self.stash, self.meta_stride, tokens, positions, stash_idx, k, seqs, rank)

@@ -1,16 +1,8 @@
-"""The bootstrap implementations side by side, one benchmark group per batch size n: by default the
-per-sequence loop (`loop`), the literal batched step (`literal`) and the fully batched step
-(`vector`), named as the suite's registry names them (`--bench-impls` picks others).
-
-Every round runs one step on a fresh copy of the same world (the step mutates it), copied into one
-model per (n, implementation) so that the fully batched step's CUDA graphs are captured once, in the
-warm-up runs. Copying (and collecting the copy's garbage) is outside the timed region, and the
-device is synchronised at the end of the setup and of the timed call, so a CUDA round times the
-whole step's device work. Before timing, one counted run (not timed) records the device operators
-and host reads the step issues (a graph replay is not an operator: it counts as none) and which rows
-drafted; the memory floor of the batched step's work follows from those rows (`benchmarks.floor`).
-Case ids are `n<size>-<impl>` (`-k vector`, `-k "loop and n064"`), and `extra_info["impl"]` is the name.
-"""
+"""The bootstrap implementations side by side, one benchmark group per batch size n (by default
+`loop`, `literal` and `vector`, as the suite's registry names them; `--bench-impls` picks others),
+each round one step on a fresh copy of one world, with the device work a counted run issues and the
+memory floor of the work (`benchmarks.floor`). Case ids are `n<size>-<impl>`; docs/benchmarks.md
+says what a round times and what each cell records."""
 
 from __future__ import annotations
 
@@ -28,8 +20,10 @@ from benchmarks.floor import step_bytes
 from benchmarks.host_probe import host_probe_s
 from benchmarks.opcount import count_ops
 from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
-from benchmarks.worlds import bench_impl, build_bench_world, cache_lens, sync
+from benchmarks.worlds import StepBench, bench_impl, build_bench_world, cache_lens
 from properties.world import World
+
+RECORDED = ("dtype", "numerics", "mix", "hidden", "vocab_size", "ladder_nd", "group_cap")  # settings a cell records
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -53,12 +47,14 @@ def pristine_world(s: BenchSettings, n: int) -> World:
 
 
 @functools.lru_cache(maxsize=1)
-def working_model(s: BenchSettings, n: int, impl: str) -> Any:
-    """The model every round of `impl` runs on, made once per (n, impl): a copy of the pristine
-    world's model as the implementation prepares it (`properties.impl.Impl.prepare_model`: the fully
-    batched step's `VectorMtpModel`, the others' `BatchedMtpModel`). Each round copies the world
-    into it, so the graphs the fully batched step captures stay valid from round to round."""
-    return bench_impl(impl).prepare_model(pristine_world(s, n).model.clone())
+def step_bench(s: BenchSettings, n: int, impl: str) -> StepBench:
+    """The pristine world of n sequences and the model every round of `impl` runs on, made once per
+    (n, impl): a copy of the world's model as the implementation prepares it
+    (`properties.impl.Impl.prepare_model`: the fully batched step's `VectorMtpModel`, the others'
+    `BatchedMtpModel`). Each round copies the world into it, so the graphs the fully batched step
+    captures stay valid from round to round."""
+    runs, base = bench_impl(impl), pristine_world(s, n)
+    return StepBench(s, runs, base, runs.prepare_model(base.model.clone()))
 
 
 def device_name(device: str) -> str:
@@ -76,22 +72,14 @@ def plan_rounds(seconds_per_call: float, s: BenchSettings) -> int:
 def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchSettings, bandwidth: float) -> None:
     n, impl = case
     s = bench_settings
-    step = bench_impl(impl).step
-    base = pristine_world(s, n)
-
-    work = working_model(s, n, impl)
+    bench = step_bench(s, n, impl)
+    base, run = bench.base, bench.run
     probes: list[float] = []  # the host's speed just before each round (`benchmarks.host_probe`)
 
     def setup() -> tuple[tuple[World], dict[str, Any]]:
-        world = base.clone(into=work)
-        gc.collect()  # the copy's garbage is the setup's: a collection of it is not the step's time
-        sync(s.device)
+        world = bench.fresh()  # the copy and its garbage collection are the setup's, not the step's time
         probes.append(host_probe_s())
         return (world,), {}
-
-    def run(w: World) -> None:
-        step(w.model, w.active, w.sched, w.idxs, w.ladder_nd, w.verify_ctx)
-        sync(s.device)
 
     # The fully batched step runs a shape's passes eagerly first, captures their graphs the second
     # time and replays them from then on: the third warm-up, a replay, is timed to plan the rounds.
@@ -107,29 +95,13 @@ def test_bootstrap(benchmark: Any, case: tuple[int, str], bench_settings: BenchS
 
     nbytes = step_bytes(base.model.cfg, base.model.weights, cache_lens(base), drafting, s.ladder_nd)
     benchmark.group = f"bootstrap {s.mix} n={n:03d}"
-    benchmark.extra_info.update(
-        {
-            "n": n,
-            "impl": impl,
-            "device": s.device,
-            "device_name": device_name(s.device),
-            "threads": torch.get_num_threads(),  # the root conftest's MTP_VERIFY_THREADS (default 1)
-            "dtype": s.dtype,
-            "numerics": s.numerics,
-            "mix": s.mix,
-            "hidden": s.hidden,
-            "vocab_size": s.vocab_size,
-            "ladder_nd": s.ladder_nd,
-            "group_cap": s.group_cap,
-            "cache_tokens": sum(cache_lens(base)),
-            "rows_drafting": sum(drafting),
-            "bytes": nbytes,
-            "bandwidth_Bps": bandwidth,
-            "floor_s": nbytes / bandwidth,
-            "device_ops": counts.device_ops,
-            "host_reads": counts.host_reads if s.on_cuda else None,
-        }
-    )
+    # threads: the root conftest's MTP_VERIFY_THREADS (default 1)
+    info = {"n": n, "impl": impl, "device": s.device, "device_name": device_name(s.device),
+            "threads": torch.get_num_threads(), **{k: getattr(s, k) for k in RECORDED},
+            "cache_tokens": sum(cache_lens(base)), "rows_drafting": sum(drafting), "bytes": nbytes,
+            "bandwidth_Bps": bandwidth, "floor_s": nbytes / bandwidth, "device_ops": counts.device_ops,
+            "host_reads": counts.host_reads if s.on_cuda else None}  # fmt: skip
+    benchmark.extra_info.update(info)
 
     rounds = s.min_rounds if benchmark.disabled else plan_rounds(warm_s, s)
     # Each round's setup collects the last round's garbage. A full collection walks every object of the

@@ -23,17 +23,11 @@ def test_p1_host_throughput(benchmark: Any, request: pytest.FixtureRequest) -> N
     benchmark.group = "p1 host throughput"
     result: HostResult = benchmark.pedantic(measure, args=(cfg,), rounds=1, iterations=1)
     benchmark.extra_info.update(
-        {
-            **result.config,
-            "gpus": torch.cuda.device_count(),
-            "examples": result.examples,
-            "mismatched_examples": result.mismatched,
-            "span_s": result.span_seconds,
-            "examples_per_s": result.examples_per_s,
-            "examples_per_s_per_worker": result.examples_per_s_per_worker,
-            "per_worker": result.per_worker,
-        }
-    )
+        {**result.config, "gpus": torch.cuda.device_count(), "examples": result.examples,
+         "mismatched_examples": result.mismatched, "span_s": result.span_seconds,
+         "examples_per_s": result.examples_per_s, "examples_per_s_per_worker": result.examples_per_s_per_worker,
+         "per_worker": result.per_worker}
+    )  # fmt: skip
     print(
         f"\nP1 on {cfg.workers} workers x {torch.cuda.device_count()} GPU(s), n <= {cfg.max_n}, {cfg.numerics} "
         f"{cfg.dtype}: {result.examples_per_s:.1f} examples/s for the host, "

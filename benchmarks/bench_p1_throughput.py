@@ -1,15 +1,20 @@
 """Throughput of the P1 equivalence check: examples per second of `run_side_by_side` followed by
-`check_equivalence`, over the fixed spec list of `benchmarks.p1_specs` (CPU, exact numerics,
+`check_equivalence`, over a fixed spec list (`p1_specs`: CPU, exact numerics,
 n <= 8). One round checks every spec once; the warm-up round fills the weight caches the property
 run also keeps warm. Besides the wall-clock figure it records examples per second of process CPU
 time, the better estimate on a shared, loaded machine, bootstrapped rows per CPU second (comparable
 across versions of the strategies, which decide how many rows an example holds), and how many
 examples showed a mismatch (the P1 property reports those; the throughput benchmark only counts
 them). Rounds: `--bench-p1-rounds` or `MTP_BENCH_P1_ROUNDS` (`benchmarks.settings.p1_rounds`: default
-1, so a plain test run stays quick; 5 for a figure worth quoting)."""
+1, so a plain test run stays quick; 5 for a figure worth quoting).
+
+The spec list is drawn deterministically (`properties.fixed_sample`: derandomized, generate phase only,
+no database): what the P1 property itself meets under a derandomized profile, following the
+strategies whenever they change."""
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Sequence
@@ -18,12 +23,28 @@ from typing import Any
 import pytest
 import torch
 
-from benchmarks.p1_specs import p1_run_config, p1_specs
 from benchmarks.settings import p1_rounds
 from properties.checks.compare import check_equivalence
+from properties.config import RunConfig
+from properties.fixed_sample import fixed_sample
 from properties.harness import run_side_by_side
 from properties.impl import Impl, load
 from properties.specs import WorldSpec
+from properties.strategies import world_specs
+
+P1_EXAMPLES = 50
+
+
+def p1_run_config() -> RunConfig:
+    """The run configuration of the throughput measurement: CPU and exact numerics (float64, float32)
+    at mixes of up to 8, whatever device the session runs on."""
+    return RunConfig("cpu", "exact", ("float64", "float32"), 8)
+
+
+@functools.lru_cache(maxsize=4)
+def p1_specs(count: int = P1_EXAMPLES) -> tuple[WorldSpec, ...]:
+    """`count` specs drawn from `world_specs(p1_run_config())`, the same on every call and run."""
+    return tuple(fixed_sample(world_specs(p1_run_config()), count))
 
 
 def check_all(specs: Sequence[WorldSpec], impl: Impl | None = None) -> int:
@@ -57,19 +78,12 @@ def test_p1_throughput(benchmark: Any, request: pytest.FixtureRequest) -> None:
 
     median = benchmark.stats.stats.median if not benchmark.disabled else None
     cpu_median = statistics.median(cpu_s[1:]) if median else None
+    rows = sum(len(s.bootstrap) for s in specs)
     benchmark.extra_info.update(
-        {
-            "examples": len(specs),
-            "mismatched_examples": failures,
-            "sequences": sum(len(s.seqs) for s in specs),
-            "bootstrapped": sum(len(s.bootstrap) for s in specs),
-            "device": run.device,
-            "numerics": run.numerics,
-            "max_n": run.max_n,
-            "threads": torch.get_num_threads(),
-            "draw_s": draw_s,
-            "examples_per_s": len(specs) / median if median else None,
-            "examples_per_cpu_s": len(specs) / cpu_median if cpu_median else None,
-            "rows_per_cpu_s": sum(len(s.bootstrap) for s in specs) / cpu_median if cpu_median else None,
-        }
-    )
+        {"examples": len(specs), "mismatched_examples": failures, "sequences": sum(len(s.seqs) for s in specs),
+         "bootstrapped": rows, "device": run.device, "numerics": run.numerics, "max_n": run.max_n,
+         "threads": torch.get_num_threads(), "draw_s": draw_s,
+         "examples_per_s": len(specs) / median if median else None,
+         "examples_per_cpu_s": len(specs) / cpu_median if cpu_median else None,
+         "rows_per_cpu_s": rows / cpu_median if cpu_median else None}
+    )  # fmt: skip

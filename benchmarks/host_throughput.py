@@ -25,8 +25,6 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from benchmarks.settings import HostConfig
 from properties.gpu import cuda_mps
 
-__all__ = ["HostConfig", "HostResult", "check_until", "draw_specs", "measure"]
-
 
 def draw_specs(run: Any, count: int, stream: int) -> list[Any]:
     """`count` P1 examples from `world_specs(run)`, drawn from seed `stream` (the same list for the

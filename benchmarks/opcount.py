@@ -4,12 +4,13 @@ aten operator.
 `device_ops` counts operators that touch a tensor on the counted device and are neither views nor
 bare allocations: on a GPU each is about one kernel launch or copy (a few operators launch more
 than one kernel). `host_reads` counts device-to-host reads (`.item()`, `.tolist()`, `.cpu()` of a
-device tensor): on a GPU each one waits for the device. No CUPTI or profiler state is involved, so
-counting leaves later timings untouched.
+device tensor): on a GPU each one waits for the device (on the CPU, `.item()` counts). No CUPTI or
+profiler state is involved, so counting leaves later timings untouched.
 """
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -39,24 +40,30 @@ def _is_view(func: torch._ops.OpOverload) -> bool:
 
 
 class OpCounter(TorchDispatchMode):
-    """Counts `device_ops` and `host_reads` of the calls made while it is active."""
+    """Counts the device operators and host reads of the calls made while it is active, and the
+    operators by name, each under the label `label()` gives when it is issued ("" by default; the
+    phase running, for `benchmarks.phases`)."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, label: Callable[[], str] = lambda: "") -> None:
         super().__init__()
         self.device_type = device.type
-        self.counts = OpCounts()
+        self.label = label
+        self.ops: Counter[str] = Counter()
+        self.reads: Counter[str] = Counter()
+        self.by_op: defaultdict[str, Counter[str]] = defaultdict(Counter)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         name = func.overloadpacket.__name__
-        inputs = _tensors([args, kwargs])
-        outputs = _tensors([out])
+        inputs, outputs = _tensors([args, kwargs]), _tensors([out])
+        label = self.label()
         on_device = any(t.device.type == self.device_type for t in inputs + outputs)
         if on_device and name not in NO_KERNEL and not _is_view(func):
-            self.counts.device_ops += 1
-        if self.device_type != "cpu" and _reads_to_host(name, func, args, inputs, outputs, self.device_type):
-            self.counts.host_reads += 1
+            self.ops[label] += 1
+            self.by_op[label][name] += 1
+        if _reads_to_host(name, func, args, inputs, outputs, self.device_type):
+            self.reads[label] += 1
         return out
 
 
@@ -68,10 +75,11 @@ def _reads_to_host(
     outputs: list[torch.Tensor],
     device_type: str,
 ) -> bool:
-    """The operator moves data from a `device_type` tensor into host memory."""
+    """The operator moves data from a `device_type` tensor into host memory (on the CPU: a Python
+    number read out of a tensor)."""
     if name in HOST_READS:
         return any(t.device.type == device_type for t in inputs)
-    if name not in COPIES or not inputs:
+    if name not in COPIES or not inputs or device_type == "cpu":
         return False
     if name == "copy_":  # copy_(dst, src)
         dst, src = args[0], args[1]
@@ -81,7 +89,6 @@ def _reads_to_host(
 
 def count_ops(fn: Callable[[], object], device: torch.device | str) -> OpCounts:
     """Run `fn()` once and return what it issued on `device`."""
-    counter = OpCounter(torch.device(device))
-    with counter:
+    with OpCounter(torch.device(device)) as counter:
         fn()
-    return counter.counts
+    return OpCounts(counter.ops[""], counter.reads[""])

@@ -2,7 +2,9 @@
 side-by-side run: building the world, the implementation's step, the reference's step (every
 round), the comparison, and the rest (drawing nothing: the examples are drawn beforehand). For each
 phase: wall seconds (the device synchronised at every phase boundary), device operators (about one
-kernel launch each on a GPU) and host reads (each one waits for the device).
+kernel launch each on a GPU) and host reads (each one waits for the device), counted by
+`benchmarks.opcount.OpCounter`. The Python tables of a cProfile run (`python_table`) serve the step
+modes too.
 
 A cProfile pass over the same examples (`python_rows`) runs after the timed one: its shapes are no
 longer new, so a phase much faster there than in the timed pass pays for first calls (as cuDNN's
@@ -14,6 +16,9 @@ from __future__ import annotations
 import collections
 import cProfile
 import functools
+import io
+import os
+import pstats
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,26 +26,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
-from benchmarks.opcount import NO_KERNEL, _is_view, _reads_to_host, _tensors
-from benchmarks.pyprofile import python_table
+from benchmarks.opcount import OpCounter
 
 PHASES = ("build_world", "impl", "reference", "compare", "other")
 
 
 @dataclass(slots=True)
 class Phases:
-    """A stack of phase names, and per phase: seconds, device operators, host reads, operators by name."""
+    """A stack of phase names, and the seconds per phase."""
 
     device: torch.device
     stack: list[str] = field(default_factory=lambda: ["other"])
     seconds: collections.Counter[str] = field(default_factory=collections.Counter)
-    ops: collections.Counter[str] = field(default_factory=collections.Counter)
-    reads: collections.Counter[str] = field(default_factory=collections.Counter)
-    by_op: dict[str, collections.Counter[str]] = field(
-        default_factory=lambda: collections.defaultdict(collections.Counter)
-    )
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -66,29 +64,6 @@ class Phases:
                 self.seconds[outer] -= t1
 
         return run
-
-
-class PhaseCounter(TorchDispatchMode):
-    """Counts every operator and host read into the phase running when it is issued."""
-
-    def __init__(self, phases: Phases) -> None:
-        super().__init__()
-        self.phases = phases
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        name = func.overloadpacket.__name__
-        inputs, outputs = _tensors([args, kwargs]), _tensors([out])
-        dev = self.phases.device.type
-        label = self.phases.stack[-1]
-        if name not in NO_KERNEL and not _is_view(func) and any(t.device.type == dev for t in inputs + outputs):
-            self.phases.ops[label] += 1
-            self.phases.by_op[label][name] += 1
-        read = name == "_local_scalar_dense" if dev == "cpu" else _reads_to_host(name, func, args, inputs, outputs, dev)
-        if read:
-            self.phases.reads[label] += 1
-        return out
 
 
 @contextmanager
@@ -137,7 +112,7 @@ def profile_examples(specs: list[Any], impl: Any, device: str, python_rows: int 
         wall = time.perf_counter() - t0
         phases.seconds["other"] += t0 + wall
         timed = {k: phases.seconds[k] for k in PHASES}
-        with PhaseCounter(phases):
+        with OpCounter(phases.device, lambda: phases.stack[-1]) as counted:
             check_all()
     python: dict[str, Any] = {}
     if python_rows:
@@ -147,24 +122,11 @@ def profile_examples(specs: list[Any], impl: Any, device: str, python_rows: int 
         prof.disable()
         python = {k: python_table(prof, k, python_rows) for k in ("tottime", "cumulative")}
     n = len(specs)
-    rows = [
-        {
-            "phase": k,
-            "ms_per_example": 1e3 * timed[k] / n,
-            "ops_per_example": phases.ops[k] / n,
-            "reads_per_example": phases.reads[k] / n,
-        }
-        for k in PHASES
-    ]
-    return {
-        "examples": n,
-        "mismatched": mismatched,
-        "rows_per_example": sum(len(s.seqs) for s in specs) / n,
-        "examples_per_s": n / wall,
-        "phases": rows,
-        "top_ops": {k: {op: c / n for op, c in phases.by_op[k].most_common(12)} for k in PHASES},
-        "python": python,
-    }
+    rows = [{"phase": k, "ms_per_example": 1e3 * timed[k] / n, "ops_per_example": counted.ops[k] / n,
+             "reads_per_example": counted.reads[k] / n} for k in PHASES]  # fmt: skip
+    top_ops = {k: {op: c / n for op, c in counted.by_op[k].most_common(12)} for k in PHASES}
+    return {"examples": n, "mismatched": mismatched, "rows_per_example": sum(len(s.seqs) for s in specs) / n,
+            "examples_per_s": n / wall, "phases": rows, "top_ops": top_ops, "python": python}  # fmt: skip
 
 
 def print_examples(report: dict[str, Any]) -> None:
@@ -175,3 +137,23 @@ def print_examples(report: dict[str, Any]) -> None:
         print(f"{r['phase']:12s} {ms:11.1f} {ops:12.0f} {reads:14.0f}")
     for k in ("reference", "impl"):
         print(f"{k}: " + ", ".join(f"{op} {c:.0f}" for op, c in report["top_ops"][k].items()))
+
+
+def python_table(prof: cProfile.Profile, sort: str, rows: int) -> list[dict[str, Any]]:
+    """The `rows` heaviest functions of a cProfile run by `sort` ("tottime" or "cumulative"): where
+    each is, its calls, its own seconds and its cumulative seconds."""
+    st = pstats.Stats(prof, stream=io.StringIO())
+    st.sort_stats(sort)
+    out = []
+    for fn in st.fcn_list[:rows]:  # type: ignore[attr-defined]
+        _, calls, own, cum, _ = st.stats[fn]  # type: ignore[attr-defined]
+        where = os.path.relpath(fn[0]) if fn[0].startswith("/") else fn[0]
+        out.append({"function": f"{where}:{fn[1]}({fn[2]})", "calls": calls, "own_s": own, "cum_s": cum})
+    return out
+
+
+def print_table(title: str, table: list[dict[str, Any]], key: str, per: int) -> None:
+    """Print `table` (`python_table`) as ms and calls per unit (`per` units were profiled)."""
+    print(f"-- Python functions by {title} (ms and calls per unit)")
+    for r in table:
+        print(f"{1e3 * r[key] / per:9.3f} {r['calls'] / per:8.1f}  {r['function']}")

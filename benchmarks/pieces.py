@@ -2,7 +2,8 @@
 name for the length of a `with` block (a rename in `batched.vector` fails here, loudly).
 
 `TIMED` are the pieces whose host time the `timers` mode adds up (nested pieces count in their
-parents too); `MARKED` those whose start, end and device completion the `timeline` mode records.
+parents too); `MARKED` those whose start, end and device completion the `timeline` mode records. Both
+record each call with `marker` (the timers without device events).
 """
 
 from __future__ import annotations
@@ -24,51 +25,28 @@ from batched.vector.static_passes import HostCopy, PassCache, Staging, StaticPas
 from batched.vector.table_mirror import TableMirror
 
 Piece = tuple[Any, str]  # (owner: a module or class, attribute)
-TIMED: tuple[Piece, ...] = (
-    (vector_step, "select_rows"),
-    (VectorMtpModel, "_check_decode_batch"),
-    (vector_model, "decode_padded"),
-    (vector_step, "sample_all"),
-    (vector_step, "row_classes"),
-    (vector_sample, "sample_pass"),
-    (VectorMtpModel, "argmax_batch"),
-    (vector_step, "emit_rows"),
-    (vector_step, "stash_all"),
-    (vector_step, "propose_from_stash"),
-    (VectorMtpModel, "_check_propose_batched"),
-    (vector_model, "propose_padded"),
-    (VectorMtpModel, "propose_ahead"),
-    (vector_model, "take"),
-    (vector_model, "undo"),
-    (vector_step, "checkpoint_rows"),
-    (TableMirror, "write"),
-    (StaticPass, "load"),
-    (Staging, "copy_to"),
-    (HostCopy, "of"),
-    (HostCopy, "values"),
-    (PassCache, "run"),
-    (torch.cuda.Event, "synchronize"),
-    (torch.cuda.Event, "record"),
-)
-MARKED: tuple[Piece, ...] = (
-    (VectorMtpModel, "_check_decode_batch"),
-    (vector_model, "decode_padded"),
-    (vector_step, "sample_all"),
-    (vector_step, "row_classes"),
-    (vector_sample, "sample_pass"),
-    (vector_sample, "device_tokens"),
-    (VectorMtpModel, "propose_ahead"),
-    (vector_model, "propose_batch_ok"),
-    (vector_model, "launch_propose"),
-    (vector_sample, "batched_argmax"),
-    (vector_sample, "read_together"),
-    (vector_step, "emit_rows"),
-    (vector_step, "stash_all"),
-    (VectorMtpModel, "_check_propose_batched"),
-    (vector_model, "take"),
+
+
+def _of(*groups: tuple[Any, ...]) -> tuple[Piece, ...]:
+    """The pieces of `(owner, name, name, ...)` groups."""
+    return tuple((owner, name) for owner, *names in groups for name in names)
+
+
+TIMED = _of(
+    (vector_step, "select_rows", "sample_all", "row_classes", "emit_rows", "stash_all", "propose_from_stash",
+     "checkpoint_rows"),
+    (VectorMtpModel, "_check_decode_batch", "argmax_batch", "_check_propose_batched", "propose_ahead"),
+    (vector_model, "decode_padded", "propose_padded", "take", "undo"),
+    (vector_sample, "sample_pass"), (TableMirror, "write"), (StaticPass, "load"), (Staging, "copy_to"),
+    (HostCopy, "of", "values"), (PassCache, "run"), (torch.cuda.Event, "synchronize", "record"),
+)  # fmt: skip
+MARKED = _of(
+    (VectorMtpModel, "_check_decode_batch", "propose_ahead", "_check_propose_batched"),
+    (vector_model, "decode_padded", "propose_batch_ok", "launch_propose", "take"),
+    (vector_step, "sample_all", "row_classes", "emit_rows", "stash_all", "checkpoint_rows"),
+    (vector_sample, "sample_pass", "device_tokens", "batched_argmax", "read_together"),
     (propose_ahead, "finish_propose"),
-    (vector_step, "checkpoint_rows"),
-)
+)  # fmt: skip
 
 
 def label(piece: Piece) -> str:
@@ -91,23 +69,6 @@ def patched(pieces: tuple[Piece, ...], wrap: Callable[[Callable[..., Any], str],
             setattr(owner, name, fn)
 
 
-def timer(totals: dict[str, float]) -> Callable[[Callable[..., Any], str], Callable[..., Any]]:
-    """A `patched` wrapper that adds each call's host seconds to `totals[label]`."""
-
-    def wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                totals[name] = totals.get(name, 0.0) + time.perf_counter() - t0
-
-        return timed
-
-    return wrap
-
-
 Marks = dict[str, list[tuple[float, float, Any]]]  # label -> (host entry, host exit, event at exit) per call
 
 
@@ -115,7 +76,7 @@ def marker(
     marks: Marks, clock: dict[str, float], cuda: bool
 ) -> Callable[[Callable[..., Any], str], Callable[..., Any]]:
     """A `patched` wrapper that records each call's host entry and exit (seconds after `clock["t0"]`)
-    and, on a GPU, a timing event recorded on the current stream at its exit: when the device has
+    and, with `cuda`, a timing event recorded on the current stream at its exit: when the device has
     finished everything the piece queued there."""
 
     def wrap(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
@@ -135,3 +96,8 @@ def marker(
         return marked
 
     return wrap
+
+
+def host_seconds(marks: Marks) -> dict[str, float]:
+    """Per piece, the host seconds of all its calls (nested pieces count in their parents too)."""
+    return {name: sum(t1 - t0 for t0, t1, _ in calls) for name, calls in marks.items()}

@@ -27,7 +27,6 @@ The rest:
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -53,8 +52,7 @@ def step_options(a: argparse.Namespace) -> StepOptions:
 def run_example(a: argparse.Namespace) -> dict[str, Any]:
     """Where a P1 example's time goes (`benchmarks.phases.profile_examples`) at mixes up to `--max-n`."""
     from benchmarks.host_throughput import draw_specs
-    from benchmarks.phases import print_examples, profile_examples
-    from benchmarks.pyprofile import print_table
+    from benchmarks.phases import print_examples, print_table, profile_examples
     from properties.config import RunConfig
 
     options = {"device": a.device, "numerics": a.numerics, "dtype": a.dtype, "max_n": a.max_n, "impl": a.impl}
@@ -157,10 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.mode in STEP_MODES and a.impl not in allowed:
         print(f"benchmarks.profile: --impl {a.impl!r}: the {a.mode} mode runs one of {', '.join(allowed)}")
         return 2
-    try:
-        report = RUNS[a.mode](a)
-    finally:
-        gc.unfreeze()
+    report = RUNS[a.mode](a)
     if a.out is not None:
         config = {k: v if isinstance(v, int | float | list | None) else str(v) for k, v in vars(a).items()}
         a.out.write_text(json.dumps({"mode": a.mode, "config": config, **report}, indent=1) + "\n")

@@ -18,31 +18,67 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.plot import plot_rows
-from benchmarks.tables import bootstrap_entries, bootstrap_rows, bootstrap_table, p1_entries, p1_table, run_summary
+from benchmarks.tables import (
+    IMPLS,
+    Row,
+    bootstrap_entries,
+    bootstrap_rows,
+    bootstrap_table,
+    p1_entries,
+    p1_table,
+    replace_section,
+    run_summary,
+)
 
 DOC_NAME = "benchmarks.md"
-PLOT_NAMES = {"gpu": "benchmarks.png", "cpu": "benchmarks-cpu.png"}
 
 
-def begin_marker(key: str) -> str:
-    return f"<!-- bench:{key}:begin (written by python -m benchmarks.report) -->"
+def have_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
-def end_marker(key: str) -> str:
-    return f"<!-- bench:{key}:end -->"
+def plot_rows(rows: list[Row], path: Path, title: str) -> bool:
+    """Write the plot of `rows` to `path` (PNG): the batched steps' speedup over the loop against n,
+    and every implementation's time over the floor against n, log-x. False (nothing written) without
+    matplotlib or plottable rows."""
+    if not have_matplotlib():
+        return False
+    import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
-def replace_section(text: str, key: str, body: str) -> str:
-    """`text` with the part between the `key` markers replaced by `body` (markers kept); the
-    section is appended when its markers are missing."""
-    begin, end = begin_marker(key), end_marker(key)
-    block = f"{begin}\n{body.strip()}\n{end}"
-    start = text.find(begin)
-    stop = text.find(end, start + len(begin)) if start >= 0 else -1
-    if start < 0 or stop < 0:
-        return text.rstrip() + "\n\n" + block + "\n"
-    return text[:start] + block + text[stop + len(end) :]
+    speedups = {i: [(r.n, r.speedup(i)) for r in rows if r.speedup(i) is not None] for i in IMPLS[1:]}
+    over_floor = {i: [(r.n, r.over_floor(i)) for r in rows if r.over_floor(i)] for i in IMPLS}
+    if not any(speedups.values()) and not any(over_floor.values()):
+        return False
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    colors = {"loop": "C0", "literal": "C1", "vector": "C2"}  # the same in both panels
+    ax1.set(xscale="log", yscale="log" if speedups["vector"] else "linear", ylabel="speedup over the loop")
+    ax2.set(xscale="log", yscale="log", ylabel="median time / memory floor")
+    for ax, lines in ((ax1, speedups), (ax2, over_floor)):
+        for label, points in lines.items():
+            if points:
+                ax.plot(*zip(*points, strict=True), marker="o", label=label, color=colors[label])
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set(xlabel="n (sequences)")
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticks([r.n for r in rows], [str(r.n) for r in rows])
+        ax.grid(True, which="both", linewidth=0.3)
+    if speedups["vector"]:
+        ax1.legend()
+    ax2.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
 
 
 def section_key(entry: dict[str, Any]) -> str:
@@ -50,10 +86,6 @@ def section_key(entry: dict[str, Any]) -> str:
     info = entry["extra_info"]
     kind = "gpu" if str(info.get("device", "")).startswith("cuda") else "cpu"
     return kind if info.get("mix", "mixed") == "mixed" else f"{kind}-{info['mix']}"
-
-
-def plot_name(key: str) -> str:
-    return "benchmarks.png" if key == "gpu" else f"benchmarks-{key}.png"
 
 
 def bootstrap_sections(data: dict[str, Any], out: Path) -> list[tuple[str, str, Path | None]]:
@@ -64,9 +96,8 @@ def bootstrap_sections(data: dict[str, Any], out: Path) -> list[tuple[str, str, 
     sections = []
     for key, entries in by_key.items():
         rows = bootstrap_rows(entries)
-        plot_path = out / plot_name(key)
-        title = f"MTP bootstrap, {key}: {entries[0]['extra_info']['dtype']}"
-        plotted = plot_rows(rows, plot_path, title)
+        plot_path = out / ("benchmarks.png" if key == "gpu" else f"benchmarks-{key}.png")
+        plotted = plot_rows(rows, plot_path, f"MTP bootstrap, {key}: {entries[0]['extra_info']['dtype']}")
         body = f"Measured on {run_summary(data, entries)}\n\n{bootstrap_table(rows)}\n"
         if plotted:
             body += f"\n![speedup and time over the floor against n]({plot_path.name})\n"

@@ -1,18 +1,9 @@
-"""The step modes of `python -m benchmarks.profile`: where the time of one bootstrap step goes.
-
-Each runs the benchmark world of `n` sequences (`benchmarks.worlds.StepBench`, the `mix`), each step
-on a fresh copy of it in one persistent model (so the fully batched step's captured graphs stay
-valid), after three warm-up steps (eager, capture, replay) and with the garbage frozen as the
-benchmark does.
-
-- `timers`: the host time of the fully batched step's pieces (`benchmarks.pieces.TIMED`), from plain
-  timers around them (a profiler's per-call overhead inflates Python-heavy code two to three times);
-  nested pieces count in their parents too.
-- `timeline`: when each piece (`benchmarks.pieces.MARKED`) starts and ends on the host and when the
-  device has done the work it queued (a CUDA event at its exit): the step's critical path.
-- `torch`: one implementation under the torch profiler: operators by host time, every device kernel
-  and copy by device time, the device's busy time per step; `python_rows` adds cProfile's tables.
-"""
+"""The step modes of `python -m benchmarks.profile` (`timers`, `timeline`, `torch`): where the time of
+one bootstrap step goes. Each runs the benchmark world of `n` sequences (`benchmarks.worlds.StepBench`),
+each step on a fresh copy of it in one persistent model (so the fully batched step's captured graphs
+stay valid), after three warm-up steps (eager, capture, replay), the garbage frozen as the benchmark
+freezes it. The timers are plain timers: a profiler's per-call overhead inflates Python-heavy code
+two to three times."""
 
 from __future__ import annotations
 
@@ -29,7 +20,7 @@ import torch
 
 import batched.vector.attention as paged_attention
 from benchmarks import pieces
-from benchmarks.pyprofile import print_table, python_table
+from benchmarks.phases import print_table, python_table
 from benchmarks.settings import resolve
 from benchmarks.worlds import StepBench
 
@@ -55,29 +46,27 @@ class StepOptions:
 
 
 @contextmanager
-def prefetch_set(value: bool | None) -> Iterator[None]:
-    """The paged kernel's default loading ahead set to `value` inside the block (None: left as it is)."""
+def warm_bench(o: StepOptions) -> Iterator[StepBench]:
+    """The bench `o` asks for after three warm-up steps (eager, capture, replay); inside the block the
+    paged kernel's default loading ahead is `o.prefetch` (None: left as it is) and the garbage is
+    frozen, as the benchmark freezes it (the collection before each step walks only the steps' own
+    objects)."""
     saved = paged_attention.PREFETCH
-    if value is not None:
-        paged_attention.PREFETCH = value
+    if o.prefetch is not None:
+        paged_attention.PREFETCH = o.prefetch
     try:
-        yield
+        s = replace(resolve({"device": o.device}), mix=o.mix)
+        bench = StepBench.make(s, o.n, o.impl, graph_after=1 if o.graphs else None)
+        if hasattr(bench.work, "ahead"):
+            bench.work.ahead, bench.work.launch_in_decode = o.ahead, o.plan
+        for _ in range(3):
+            bench.run(bench.fresh())
+        gc.collect()
+        gc.freeze()
+        yield bench
     finally:
         paged_attention.PREFETCH = saved
-
-
-def warm_bench(o: StepOptions) -> StepBench:
-    """The bench `o` asks for after three warm-up steps (eager, capture, replay), the garbage frozen
-    (the caller unfreezes it)."""
-    s = replace(resolve({"device": o.device}), mix=o.mix)
-    bench = StepBench.make(s, o.n, o.impl, graph_after=1 if o.graphs else None)
-    if hasattr(bench.work, "ahead"):
-        bench.work.ahead, bench.work.launch_in_decode = o.ahead, o.plan
-    for _ in range(3):
-        bench.run(bench.fresh())
-    gc.collect()
-    gc.freeze()  # as the benchmark: the collection before each step walks only the steps' own objects
-    return bench
+        gc.unfreeze()
 
 
 def timed_steps(bench: StepBench, steps: int) -> list[float]:
@@ -91,23 +80,15 @@ def timed_steps(bench: StepBench, steps: int) -> list[float]:
     return times
 
 
-def check_pieces(o: StepOptions) -> None:
-    """ValueError unless `o.impl` is a step whose pieces the timers and the timeline wrap."""
-    if o.impl not in PIECE_IMPLS:
-        raise ValueError(f"--impl {o.impl}: the pieces are the fully batched step's ({', '.join(PIECE_IMPLS)})")
-
-
 def run_timers(o: StepOptions) -> dict[str, Any]:
     """Host ms per step of each piece, the step's median and minimum ms, and how many steps took a
     propose launched ahead."""
-    check_pieces(o)
-    with prefetch_set(o.prefetch):
-        bench = warm_bench(o)
-        totals: dict[str, float] = {}
-        with pieces.patched(pieces.TIMED, pieces.timer(totals)):
-            taken = bench.work.taken_ahead
-            times = timed_steps(bench, o.steps)
-            taken = bench.work.taken_ahead - taken
+    marks: pieces.Marks = {}
+    with warm_bench(o) as bench, pieces.patched(pieces.TIMED, pieces.marker(marks, {"t0": 0.0}, cuda=False)):
+        taken = bench.work.taken_ahead
+        times = timed_steps(bench, o.steps)
+        taken = bench.work.taken_ahead - taken
+    totals = pieces.host_seconds(marks)
     per_step = {k: 1e3 * v / o.steps for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
     report = {"median_ms": 1e3 * statistics.median(times), "min_ms": 1e3 * min(times)}
     report |= {"pieces_ms": per_step, "proposes_taken_ahead": taken}
@@ -134,9 +115,8 @@ def timeline_rows(bench: StepBench, steps: int) -> list[dict[str, tuple[float, f
             if start is not None:
                 start.record()
             bench.run(w)
-            row: dict[str, tuple[float, float, float | None]] = {
-                "step": (0.0, 1e3 * (time.perf_counter() - clock["t0"]), None)
-            }
+            step_ms = 1e3 * (time.perf_counter() - clock["t0"])
+            row: dict[str, tuple[float, float, float | None]] = {"step": (0.0, step_ms, None)}
             for name, calls in marks.items():
                 for i, (h0, h1, ev) in enumerate(calls):
                     done = start.elapsed_time(ev) if start is not None and ev is not None else None
@@ -148,9 +128,8 @@ def timeline_rows(bench: StepBench, steps: int) -> list[dict[str, tuple[float, f
 def run_timeline(o: StepOptions) -> dict[str, Any]:
     """Per piece, in order of entry: calls, and the medians over the steps of its host start, host end
     and device completion, in ms after the step began; the step's median ms."""
-    check_pieces(o)
-    with prefetch_set(o.prefetch):
-        rows = timeline_rows(warm_bench(o), o.steps)
+    with warm_bench(o) as bench:
+        rows = timeline_rows(bench, o.steps)
     names = sorted({k for r in rows for k in r}, key=lambda k: statistics.median(r[k][0] for r in rows if k in r))
     table = []
     for k in names:
@@ -203,18 +182,13 @@ def device_tables(bench: StepBench, steps: int, rows: int) -> dict[str, Any]:
             k[0], k[1] = k[0] + 1, k[1] + e.time_range.elapsed_us()
     by_time = sorted(kernels.items(), key=lambda kv: -kv[1][1])
     kernel_rows = [{"kernel": name, "per_step": c / steps, "device_ms": us * per} for name, (c, us) in by_time]
-    return {
-        "device_busy_ms": sum(r["device_ms"] for r in kernel_rows),
-        "kernels_per_step": sum(r["per_step"] for r in kernel_rows),
-        "kernels": kernel_rows[:rows],
-        "ops": op_rows,
-    }
+    busy, count = sum(r["device_ms"] for r in kernel_rows), sum(r["per_step"] for r in kernel_rows)
+    return {"device_busy_ms": busy, "kernels_per_step": count, "kernels": kernel_rows[:rows], "ops": op_rows}
 
 
 def run_torch(o: StepOptions) -> dict[str, Any]:
     """The step's median ms, then `device_tables` and (with `python_rows`) `python_tables`."""
-    with prefetch_set(o.prefetch):
-        bench = warm_bench(o)
+    with warm_bench(o) as bench:
         report: dict[str, Any] = {"median_ms": 1e3 * statistics.median(timed_steps(bench, o.steps))}
         report["python"] = python_tables(bench, o.steps, o.python_rows) if o.python_rows else {}
         report |= device_tables(bench, o.steps, o.rows)

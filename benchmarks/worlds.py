@@ -1,14 +1,8 @@
-"""Benchmark worlds: a model sized by `BenchSettings` with seeded caches, and a realistic mix of n
-draftless sequences for one bootstrap step.
-
-The mix ("mixed"): every fourth row samples (temperature 0.8, top-k 50, top-p 0.95, repetition
-penalty 1.1), the others are greedy with neutral penalties, so the batched argmax engages from n = 2;
-"greedy" makes every row greedy. Every row has
-an SSM slot (shuffled, so the batched step really sorts), a cache of `cache_min..cache_max` tokens
-in scattered blocks, `history` output tokens, no grammar, speculation on. The world is a `WorldSpec`
-(`bench_spec`) built by the properties' own builder, with caches of exactly the blocks the mix needs
-(`ModelSpec.num_blocks`), so building and cloning a world stays cheap at n = 256.
-"""
+"""Benchmark worlds: a model sized by `BenchSettings` with seeded caches, and the mix of n draftless
+sequences of one bootstrap step (`mixed`: every fourth row samples, so the batched argmax engages
+from n = 2; `greedy`: every row greedy), each in a shuffled SSM slot with a cache in scattered blocks
+(docs/benchmarks.md). The world is a `WorldSpec` (`bench_spec`) built by the properties' own builder,
+with caches of exactly the blocks the mix needs, so building and cloning it stays cheap at n = 256."""
 
 from __future__ import annotations
 
@@ -47,18 +41,9 @@ def _scattered(count: int, rng: random.Random) -> list[int]:
 
 def _seq(i: int, s: BenchSettings, cache_len: int, ssm_slot: int, seed: int) -> SeqSpec:
     sampled = s.mix == "mixed" and i % SAMPLED_EVERY == SAMPLED_EVERY - 1
-    return SeqSpec(
-        cache_len=cache_len,
-        n_out=s.history,
-        max_tokens_left=4096,
-        temperature=0.8 if sampled else 0.0,
-        top_k=50 if sampled else 0,
-        top_p=0.95 if sampled else 1.0,
-        repetition=1.1 if sampled else 1.0,
-        ssm_slot=ssm_slot,
-        slot_idx=i,
-        token_seed=1009 * seed + i,
-    )
+    sampling = {"temperature": 0.8, "top_k": 50, "top_p": 0.95, "repetition": 1.1} if sampled else {}
+    return SeqSpec(cache_len=cache_len, n_out=s.history, max_tokens_left=4096, ssm_slot=ssm_slot, slot_idx=i,
+                   token_seed=1009 * seed + i, **sampling)  # fmt: skip
 
 
 def bench_spec(s: BenchSettings, n: int, seed: int = 0) -> WorldSpec:
@@ -68,22 +53,11 @@ def bench_spec(s: BenchSettings, n: int, seed: int = 0) -> WorldSpec:
     lens = [rng.randint(s.cache_min, s.cache_max) for _ in range(n)]
     ssm_slots = _scattered(n, rng)
     seqs = tuple(_seq(i, s, length, ssm_slots[i], seed) for i, length in enumerate(lens))
-    model = ModelSpec(
-        dtype=s.dtype,
-        numerics=s.numerics,
-        device=s.device,
-        vocab_size=s.vocab_size,
-        hidden=s.hidden,
-        n_heads=s.n_heads,
-        n_attn_layers=s.n_attn_layers,
-        block_size=s.block_size,
-        max_seq_len=s.max_seq_len,
-        num_slots=n,
-        stash_capacity=max(256, n),
-        group_cap=s.group_cap,
-        max_batched_drafts=MAX_DRAFTS,
-        num_blocks=sum(math.ceil((length + 1) / s.block_size) for length in lens),
-    )
+    shape = ("dtype", "numerics", "device", "vocab_size", "hidden", "n_heads", "n_attn_layers", "block_size",
+             "max_seq_len", "group_cap")  # fmt: skip
+    model = ModelSpec(**{k: getattr(s, k) for k in shape}, num_slots=n, stash_capacity=max(256, n),
+                      max_batched_drafts=MAX_DRAFTS,
+                      num_blocks=sum(math.ceil((length + 1) / s.block_size) for length in lens))  # fmt: skip
     model = replace(model, num_draft_blocks=sum(draft_table_len(q, model, s.ladder_nd) for q in seqs))
     return WorldSpec(model, seqs, tuple(range(n)), StepSpec(ladder_nd=s.ladder_nd), cache_seed=seed)
 

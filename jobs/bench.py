@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobs.outcomes import read_json
-from jobs.session import Session
+from jobs.session import Session, pairs, read_json
 
 SUITES = ("bootstrap", "host", "p1")
 OTHER_S = {"host": 120.0, "p1": 90.0}  # time limits of the other suites
@@ -44,11 +43,6 @@ class BenchParams:
     p1_rounds: int = field(default=0, metadata={"help": "p1: timed rounds (0: 1)"})
 
 
-def pairs(*items: tuple[str, object]) -> list[str]:
-    """`--option value` for every item whose value is set."""
-    return [str(a) for option, value in items if value for a in (option, value)]
-
-
 def bootstrap_command(s: Session, p: BenchParams, mix: str, out: Path) -> list[str]:
     cmd = s.py("-m", "pytest", "-q", "-p", "no:cacheprovider", "benchmarks/bench_bootstrap.py", "--device", p.device)
     cmd += ["--bench-mix", mix, "--bench-budget", str(p.cell_budget_s), "--benchmark-json", str(out)]
@@ -58,14 +52,9 @@ def bootstrap_command(s: Session, p: BenchParams, mix: str, out: Path) -> list[s
 def host_command(s: Session, p: BenchParams, out: Path) -> list[str]:
     cmd = s.py("-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "benchmarks/bench_p1_host.py", "--device")
     cmd += [p.device, "--benchmark-json", str(out), *(["--bench-host-mps"] if p.host_mps else [])]
-    return cmd + pairs(
-        ("--max-n", p.max_n or 64),
-        ("--numerics", p.numerics or "fast"),
-        ("--reference-device", p.reference_device),
-        ("--bench-host-workers", p.host_workers),
-        ("--bench-host-examples", p.host_examples),
-        ("--bench-host-seconds", p.host_seconds),
-    )
+    cmd += pairs(("--max-n", p.max_n or 64), ("--numerics", p.numerics or "fast"))
+    cmd += pairs(("--reference-device", p.reference_device), ("--bench-host-workers", p.host_workers))
+    return cmd + pairs(("--bench-host-examples", p.host_examples), ("--bench-host-seconds", p.host_seconds))
 
 
 def p1_command(s: Session, p: BenchParams, out: Path) -> list[str]:

@@ -14,8 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from jobs.outcomes import read_json
-from jobs.session import ROOT, Session
+from jobs.session import ROOT, Session, pairs, read_json
 
 GPU_TESTS_SHARE = 0.4  # of the budget, at most, for the GPU tests
 AUTO = "auto"  # the GPU tests: every file of tests/ that marks a test `gpu`
@@ -44,8 +43,8 @@ class CheckParams:
 def suite_options(p: CheckParams) -> list[str]:
     """The suite's options for the property run."""
     args = ["--device", p.device, "--numerics", p.numerics, "--dtype", p.dtype, "--impl", p.impl]
-    args += ["--reference-device", p.reference_device] if p.reference_device != "same" else []
-    return args + (["--max-n", str(p.max_n)] if p.max_n else [])
+    reference = p.reference_device if p.reference_device != "same" else ""
+    return args + pairs(("--reference-device", reference), ("--max-n", p.max_n))
 
 
 def gpu_test_files(paths: tuple[str, ...]) -> list[str]:

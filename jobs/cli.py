@@ -24,7 +24,6 @@ from jobs.mutants import MutantsParams, mutants
 from jobs.nightly import NightlyParams, nightly
 from jobs.profile import ProfileParams, profile
 from jobs.session import Session, child_env
-from jobs.summary import write_summary
 
 Job = tuple[type, Callable[[Session, Any], None], str]
 JOBS: dict[str, Job] = {
@@ -108,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if problem:
         session.sections.append(f"The job could not run: {problem}")
-    code = write_summary(session, dataclasses.asdict(params))
+    code = session.write_summary(dataclasses.asdict(params))
     return 2 if problem else code
 
 

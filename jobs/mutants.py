@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from jobs.session import Session
+from jobs.session import Session, pairs
 
 MATRIX_S = 60.0  # kept for the matrix
 MAX_SUITE_S = 480.0  # the longest a mutant's suite may take by default
@@ -42,9 +42,7 @@ def mutants(s: Session, p: MutantsParams) -> None:
     cmd = s.py("-m", "mutants.run", "--numerics", p.numerics, "--dtype", p.dtype, "--device", p.device)
     cmd += ["--jobs", str(p.jobs or os.cpu_count() or 1), "--timeout", f"{suite_s:g}"]
     cmd += ["--json", str(results), "--markdown", str(s.path("mutants.md"))]
-    cmd += ["--max-n", str(p.max_n)] if p.max_n else []
-    cmd += ["--impl", p.impl] if p.impl else []
-    cmd += ["--reference-device", p.reference_device] if p.reference_device else []
+    cmd += pairs(("--max-n", p.max_n), ("--impl", p.impl), ("--reference-device", p.reference_device))
     cmd += [a for mutant in p.only for a in ("--only", mutant)]
     cmd += [flag for flag, on in (("--subset", p.subset), ("--keep-going", keep_going), ("--mps", p.mps)) if on]
     s.run("mutants", cmd, limit_s=left)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jobs.session import Session
+from jobs.session import Session, pairs
 
 MARGIN_S = 75.0  # a round may outrun the minutes by about its length; packing the outputs takes some too
 REPORT_LINES = 15  # of nightly/report.md, in the summary
@@ -38,9 +38,8 @@ def nightly(s: Session, p: NightlyParams) -> None:
     out = s.path("nightly")
     cmd = s.py("-m", "nightly", "--device", p.device, "--numerics", p.numerics, "--out", out, "--pack")
     cmd += ["--examples", str(p.examples)] if p.examples else ["--minutes", f"{minutes:.2f}"]
-    for option, value in (("--dtype", p.dtype), ("--impl", p.impl), ("--reference-device", p.reference_device),
-                          ("--model", p.model), ("--max-n", p.max_n), ("--database-dir", p.database_dir)):  # fmt: skip
-        cmd += [option, str(value)] if value else []
+    cmd += pairs(("--dtype", p.dtype), ("--impl", p.impl), ("--reference-device", p.reference_device),
+                 ("--model", p.model), ("--max-n", p.max_n), ("--database-dir", p.database_dir))  # fmt: skip
     cmd += ["--workers", str(p.workers)] if p.workers >= 0 else []
     cmd += ["--mps"] if p.mps else []
     cmd += ["--tests", *p.tests] if p.tests else []

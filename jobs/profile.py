@@ -10,8 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from jobs.outcomes import headline, read_json
-from jobs.session import Session
+from jobs.session import Session, headline, read_json
 
 # benchmarks.profile's modes (tests/test_jobs.py holds the two alike): the job imports nothing of the
 # project's own, whose packages may come from the wheels it installs.

@@ -9,18 +9,8 @@ from pathlib import Path
 from mutants.spec import Mutant
 
 # What a copy of the project leaves out: version control, caches, virtual environments, outputs.
-COPY_IGNORE = (
-    ".git",
-    ".venv",
-    ".hypothesis",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".benchmarks",
-    "__pycache__",
-    "*.egg-info",
-    "artifacts",
-    ".whl",
-)
+COPY_IGNORE = (".git", ".venv", ".hypothesis", ".ruff_cache", ".pytest_cache", ".benchmarks", "__pycache__",
+               "*.egg-info", "artifacts", ".whl")  # fmt: skip
 
 
 class ApplyError(Exception):

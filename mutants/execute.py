@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mutants.apply import ApplyError, prepare
+from mutants.apply import ApplyError, copy_project, prepare
 from mutants.forked import PytestServer
 from mutants.modes import Mode
 from mutants.order import SuiteTest, ordered_nodeids
@@ -45,8 +46,8 @@ class RunOptions:
     mode: Mode = field(default_factory=Mode)
     keep_going: bool = False
     impl: str | None = None  # the implementation under test for the baseline and mutants naming none
-    last_killers: dict[str, str] = field(default_factory=dict)  # mutant id -> test to run first (`mutants.killers`)
-    server: PytestServer | None = None  # fork each suite from here (`mutants.forked`); None: a new python each
+    last_killers: dict[str, str] = field(default_factory=dict)  # mutant id -> test to run first (`mutants.order`)
+    server: PytestServer | None = None  # where each suite is forked from (`mutants.forked`; `snapshot`)
 
 
 @dataclass(slots=True)
@@ -70,23 +71,25 @@ class Result:
     tests: list[dict] = field(default_factory=list)
     device: str = ""  # where its suite ran (cpu, cuda:i)
 
+    @classmethod
+    def of(cls, m: Mutant | None, status: str, reason: str = "") -> Result:
+        """A result of mutant `m` (None: the baseline) with `status` and `reason`, nothing run yet."""
+        if m is None:
+            return cls(BASELINE, "", [], "", status, reason=reason)
+        return cls(m.id, m.file, list(m.ids), m.description, status, reason=reason)
 
-def pytest_command(
-    nodeids: list[str],
-    opts: RunOptions,
-    device: str | None = None,
-    impl: str | None = None,
-    result_path: Path | None = None,
+
+def pytest_args(
+    nodeids: list[str], opts: RunOptions, device: str | None = None, impl: str | None = None, result: Path | None = None
 ) -> list[str]:
-    """The pytest command line: the suite in the given order, stop at the first failure (unless
-    `opts.keep_going`), the counting plugin writing to `result_path` (from `opts.seed` when set),
-    the run's profile and mode (`device`, e.g. cuda:1, in place of the mode's device), the
+    """pytest's arguments: the suite in the given order, stop at the first failure (unless
+    `opts.keep_going`), the counting plugin writing to `result` (from `opts.seed` when set), the
+    run's profile and mode (`device`, e.g. cuda:1, in place of the mode's device), the
     implementation under test (`impl`, else the default)."""
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "mutants.plugin", "-p", "no:cacheprovider"]
-    cmd += [] if opts.keep_going else ["-x"]
+    cmd = ["-q", "-p", "mutants.plugin", "-p", "no:cacheprovider", *([] if opts.keep_going else ["-x"])]
     cmd += ["--hypothesis-profile", opts.profile, *opts.mode.pytest_args(device)]
-    if result_path is not None:
-        cmd += ["--mutants-result", str(result_path)]
+    if result is not None:
+        cmd += ["--mutants-result", str(result)]
     if opts.seed is not None:
         cmd += ["--mutants-seed", str(opts.seed)]
     if opts.max_n is not None:
@@ -96,43 +99,45 @@ def pytest_command(
     return cmd + nodeids
 
 
-def child_env(project: Path) -> dict[str, str]:
-    """The environment of a mutant's pytest: this one's less what `_dropped` names, the copy first
-    on the import path (`import_path`), one OpenMP thread, no bytecode written into the copy."""
-    env = {k: v for k, v in os.environ.items() if not _dropped(k)}
-    env["PYTHONPATH"] = import_path(project, env.get("PYTHONPATH", ""))
-    env.setdefault("OMP_NUM_THREADS", "1")
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-def server_env() -> dict[str, str]:
-    """The environment of the pytest server (`mutants.forked`): this one's, less what `child_env`
-    drops, with no copy of the project on PYTHONPATH."""
-    env = {k: v for k, v in os.environ.items() if not _dropped(k)}
-    inherited = env.get("PYTHONPATH", "").split(os.pathsep)
-    env["PYTHONPATH"] = os.pathsep.join(e for e in inherited if e and not _holds_project(e))
-    return env
-
-
-def child_sys_path(project: Path, env: dict[str, str]) -> list[str]:
-    """A forked suite's import path: what a new python with `env` would have, the copy first and no
-    other copy of the project (this process's own folder included)."""
-    base = [e for e in sys.path if e and not _holds_project(e)]
-    out = [str(project), *env["PYTHONPATH"].split(os.pathsep)[1:], *base]
-    return list(dict.fromkeys(e for e in out if e))
-
-
 def _holds_project(entry: str) -> bool:
     return (Path(entry) / "batched" / "step.py").is_file()
+
+
+def _outside_copies(entries: str) -> list[str]:
+    """The entries of a PYTHONPATH-like string that do not hold a copy of the project themselves."""
+    return [e for e in entries.split(os.pathsep) if e and not _holds_project(e)]
 
 
 def import_path(project: Path, inherited: str) -> str:
     """PYTHONPATH for a mutant's suite: the copy first, then the inherited entries that do not hold
     a copy of the project themselves (a `batched/step.py`), so that packages installed elsewhere
     (e.g. a `--target` folder) stay importable and no other copy can shadow the mutated one."""
-    keep = [e for e in inherited.split(os.pathsep) if e and not _holds_project(e)]
-    return os.pathsep.join([str(project), *keep])
+    return os.pathsep.join([str(project), *_outside_copies(inherited)])
+
+
+def server_env() -> dict[str, str]:
+    """The environment of the pytest server (`mutants.forked`): this one's, less what `_dropped`
+    names, with no copy of the project on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not _dropped(k)}
+    env["PYTHONPATH"] = os.pathsep.join(_outside_copies(env.get("PYTHONPATH", "")))
+    return env
+
+
+def child_env(project: Path) -> dict[str, str]:
+    """The environment of a mutant's pytest: the server's, the copy first on the import path
+    (`import_path`), one OpenMP thread, no bytecode written into the copy."""
+    env = server_env()
+    env["PYTHONPATH"] = import_path(project, env["PYTHONPATH"])
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def child_sys_path(project: Path, env: dict[str, str]) -> list[str]:
+    """A forked suite's import path: what a new python with `env` would have, the copy first and no
+    other copy of the project (this process's own folder included)."""
+    out = [str(project), *env["PYTHONPATH"].split(os.pathsep)[1:], *_outside_copies(os.pathsep.join(sys.path))]
+    return list(dict.fromkeys(e for e in out if e))
 
 
 def _tail(text: str, lines: int = 15) -> str:
@@ -152,17 +157,12 @@ def read_outcome(res: Result, payload: dict, project: Path) -> None:
     failed = [t for t in res.tests if t["outcome"] == "failed"]
     if failed:
         first = failed[0]
-        res.status, res.killer, res.examples, res.reason = (
-            "killed",
-            first["nodeid"],
-            first["failing_example"],
-            first["reason"],
-        )
+        res.status, res.killer, res.reason = "killed", first["nodeid"], first["reason"]
+        res.examples = first["failing_example"]
         upto = res.tests[: res.tests.index(first)]
         res.examples_total = sum(t["examples"] for t in upto) + (first["failing_example"] or 0)
     else:
-        res.status = "survived"
-        res.examples_total = sum(t["examples"] for t in res.tests)
+        res.status, res.examples_total = "survived", sum(t["examples"] for t in res.tests)
 
 
 def run_mutant(
@@ -170,9 +170,9 @@ def run_mutant(
 ) -> Result:
     """Copy the project, apply `m`, run the suite (its last killer, then the tests covering `m.ids`,
     first) on `device` (the mode's when None) and say whether it was killed, by which test, after
-    how many examples and in how long. `m` None is the baseline: the unchanged project, every test in suite order, which
-    must pass."""
-    res = Result(m.id, m.file, list(m.ids), m.description, "error") if m else Result(BASELINE, "", [], "", "error")
+    how many examples and in how long. `m` None is the baseline: the unchanged project, every test in
+    suite order, which must pass."""
+    res = Result.of(m, "error")
     res.device = device or opts.mode.device
     started = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix=f"mutant-{res.id}-"))
@@ -185,21 +185,12 @@ def run_mutant(
             return res
         impl = (m.impl if m else None) or opts.impl
         order = ordered_nodeids(tests, m.ids, opts.last_killers.get(m.id)) if m else ordered_nodeids(tests, ())
-        cmd = pytest_command(order, opts, device, impl, result_path)
-        env = child_env(project)
+        args, env = pytest_args(order, opts, device, impl, result_path), child_env(project)
         timeout_s = opts.timeout_s * (BASELINE_TIMEOUTS if m is None else 1)
-        if opts.server is not None:
-            done = opts.server.run(cmd[3:], project, env, child_sys_path(project, env), work, timeout_s)
-            code, output, timed_out = done.code, done.output, done.timed_out
-        else:
-            try:
-                proc = subprocess.run(
-                    cmd, cwd=project, env=env, capture_output=True, text=True, timeout=timeout_s, check=False
-                )
-                code, output, timed_out = proc.returncode, proc.stdout + proc.stderr, False
-            except subprocess.TimeoutExpired:
-                code, output, timed_out = None, "", True
-        if timed_out:
+        assert opts.server is not None, "a mutant's suite is forked from the pytest server (`snapshot`)"
+        done = opts.server.run(args, project, env, child_sys_path(project, env), work, timeout_s)
+        code, output = done.code, done.output
+        if done.timed_out:
             res.reason = f"the suite ran past {timeout_s:.0f} s"
             return res
         if code not in (0, 1) or not result_path.is_file():
@@ -215,3 +206,12 @@ def run_mutant(
             res.workdir = str(work)
         else:
             shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def snapshot(root: Path, prefix: str) -> Iterator[Path]:
+    """A copy of the project at `root` that every suite of a command starts from, so that editing the
+    tree meanwhile cannot mix two versions of the suite into one result."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        copy_project(root, Path(tmp) / "project")
+        yield Path(tmp) / "project"

@@ -116,14 +116,8 @@ class PytestServer:
 def pytest_server(env: dict[str, str]) -> Iterator[PytestServer]:
     """A server that imported `PRELOAD`, started with `env` from a neutral folder (no project on its
     own import path but what `env`'s PYTHONPATH or an installed package adds); ended on exit."""
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVER, *PRELOAD],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd="/",
-    )
+    cmd = [sys.executable, "-c", SERVER, *PRELOAD]
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd="/")
     server = PytestServer(proc)
     try:
         yield server

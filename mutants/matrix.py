@@ -31,6 +31,11 @@ ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_RUN = ROOT / "artifacts" / "mutants.json"
 DEFAULT_OUT = ROOT / "docs" / "coverage-matrix.md"
 OTHER = "other"  # tests that declare no property (the regression cases, the matrix checks)
+FINDINGS = (  # the page's sections of `findings`
+    ("Declared covers that killed none of their id's mutants", "holes"),
+    ("Declared covers not reached by this run", "unreached"),
+    ("Kills outside the declared covers", "undeclared"),
+)
 
 
 def short(prop: str) -> str:
@@ -135,36 +140,12 @@ def render(mx: Measured, source: str, run: dict[str, Any]) -> str:
         "```text",
         matrix_text(mx),
         "```",
-        "",
-        "## Declared covers that killed none of their id's mutants",
-        "",
-        *([f"- {line}" for line in f["holes"]] or ["None."]),
-        "",
-        "## Declared covers not reached by this run",
-        "",
-        *([f"- {line}" for line in f["unreached"]] or ["None."]),
-        "",
-        "## Kills outside the declared covers",
-        "",
-        *([f"- {line}" for line in f["undeclared"]] or ["None."]),
-        "",
-        "## Behaviour ids without a mutant in this run",
-        "",
-        ", ".join(f["no_mutant"]) + "." if f["no_mutant"] else "None.",
     ]
+    for title, key in FINDINGS:
+        out += ["", f"## {title}", "", *([f"- {line}" for line in f[key]] or ["None."])]
+    missing = f["no_mutant"]
+    out += ["", "## Behaviour ids without a mutant in this run", "", ", ".join(missing) + "." if missing else "None."]
     return "\n".join(out) + "\n"
-
-
-def print_measured(path: str | Path) -> None:
-    """Print the matrix a mutation run's JSON measured, with its findings (for
-    `python -m properties.verify --matrix --measured RUN.json`)."""
-    run = json.loads(Path(path).read_text())
-    mx = measure(run, suite_tests(ROOT))
-    print(f"\nmeasured by {path} (K killed, k killed undeclared, X declared but killed none, ? not run):")
-    print(matrix_text(mx))
-    for name, lines in findings(mx).items():
-        if lines and name != "no_mutant":
-            print(f"{name}: " + "; ".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -48,9 +48,9 @@ class ExampleCounter:
         self.started: dict[str, float] = {}
         self.rows: list[TestRow] = []
 
-    def _wrap(self, fn: Any) -> bool:
-        """Count the examples of Hypothesis test `fn` (once per function); False when `fn` is not
-        a Hypothesis test."""
+    def wrap(self, fn: Any) -> bool:
+        """Count the examples of Hypothesis test `fn` (once per function) under `self.current`;
+        False when `fn` is not a Hypothesis test."""
         hyp = getattr(fn, "hypothesis", None)
         if hyp is None or not hasattr(hyp, "inner_test"):
             return False
@@ -84,7 +84,7 @@ class ExampleCounter:
         self.current = item.nodeid
         self.started[item.nodeid] = time.perf_counter()
         fn = getattr(item, "obj", None)
-        if fn is not None and not self._wrap(fn):
+        if fn is not None and not self.wrap(fn):
             self.examples[item.nodeid] = 1  # a plain test is one example
 
     @pytest.hookimpl
@@ -100,36 +100,23 @@ class ExampleCounter:
             first = self.first_failure.get(nodeid)
             if failed and first is None:
                 first = max(self.examples[nodeid], 1)
-            self.rows.append(
-                TestRow(
-                    nodeid,
-                    report.outcome,
-                    self.examples[nodeid],
-                    first if failed else None,
-                    reason,
-                    round(time.perf_counter() - self.started.get(nodeid, time.perf_counter()), 3),
-                )
-            )
+            seconds = round(time.perf_counter() - self.started.get(nodeid, time.perf_counter()), 3)
+            self.rows.append(TestRow(nodeid, report.outcome, self.examples[nodeid], first if failed else None, reason,
+                                     seconds))  # fmt: skip
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Write the rows and the file `batched.step` came from."""
-        module = sys.modules.get(CHECKED_MODULE)
-        loaded = getattr(module, "__file__", None)
-        payload = {
-            "step_module_file": loaded,
-            "rootdir": str(session.config.rootpath),
-            "tests": [asdict(r) for r in self.rows],
-        }
+        loaded = getattr(sys.modules.get(CHECKED_MODULE), "__file__", None)
+        tests = [asdict(r) for r in self.rows]
+        payload = {"step_module_file": loaded, "rootdir": str(session.config.rootpath), "tests": tests}
         self.path.write_text(json.dumps(payload, indent=1) + "\n")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mutants", "the mutation runner's counting plugin")
     group.addoption("--mutants-result", default=None, metavar="PATH", help="write each test's outcome here as JSON")
-    group.addoption(
-        "--mutants-seed", type=int, default=None, help="a Hypothesis seed for every test, in place of the profile's"
-    )
+    group.addoption("--mutants-seed", type=int, default=None, help="a Hypothesis seed for every test")
 
 
 def pytest_configure(config: pytest.Config) -> None:

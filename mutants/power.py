@@ -20,13 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mutants.apply import copy_project
-from mutants.execute import RunOptions, run_mutant, server_env
+from mutants.execute import RunOptions, run_mutant, server_env, snapshot
 from mutants.forked import pytest_server
 from mutants.order import SuiteTest, suite_tests
 from mutants.spec import Mutant, mutant
@@ -72,14 +70,8 @@ PROPERTIES = {
 def error_mutant(kind: str, eps: float) -> Mutant:
     """The default implementation sampling with error `kind` of size `eps`."""
     what, call = KINDS[kind]
-    return mutant(
-        f"power-{kind.replace(' ', '-')}-{eps:g}",
-        STEP,
-        "B8",
-        f"{what}, eps = {eps:g}",
-        IMPORT,
-        (SAMPLE, call.replace("EPS", repr(eps))),
-    )
+    name = f"power-{kind.replace(' ', '-')}-{eps:g}"
+    return mutant(name, STEP, "B8", f"{what}, eps = {eps:g}", IMPORT, (SAMPLE, call.replace("EPS", repr(eps))))
 
 
 @dataclass(slots=True)
@@ -120,6 +112,7 @@ def measure(
 
 
 def smallest(points: list[Point], kind: str, prop: str) -> Point | None:
+    """The smallest size of `kind` that `prop` killed, or None."""
     killed = [p for p in points if p.kind == kind and p.prop == prop and p.killed]
     return min(killed, key=lambda p: p.eps) if killed else None
 
@@ -155,30 +148,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0)
     p.add_argument("--kinds", nargs="+", choices=tuple(KINDS), default=tuple(KINDS), help="errors to measure")
     p.add_argument("--props", nargs="+", choices=tuple(PROPERTIES), default=tuple(PROPERTIES), help="properties")
-    p.add_argument(
-        "--sizes", nargs="+", type=float, default=GRID, help="error sizes to bisect, largest first (default GRID)"
-    )
+    p.add_argument("--sizes", nargs="+", type=float, default=GRID, help="error sizes to bisect (default GRID)")
     p.add_argument("--json", type=Path)
     p.add_argument("--markdown", type=Path)
     args = p.parse_args(argv)
     sizes = tuple(sorted(set(args.sizes), reverse=True))
     opts = RunOptions(profile=args.profile, max_n=args.max_n, timeout_s=args.timeout)
     suite = suite_tests(args.root)
-    work = [
-        (kind, prop, [t for t in suite if t.nodeid.startswith(path + "::")])
-        for kind in args.kinds
-        for prop, path in PROPERTIES.items()
-        if prop in args.props
-    ]
-    # One snapshot of the project for every run, so that editing the tree meanwhile changes nothing.
+    props = [(prop, [t for t in suite if t.nodeid.startswith(path + "::")]) for prop, path in PROPERTIES.items()]
+    work = [(kind, prop, tests) for kind in args.kinds for prop, tests in props if prop in args.props]
     with (
-        tempfile.TemporaryDirectory(prefix="power-snapshot-") as tmp,
+        snapshot(args.root, "power-snapshot-") as project,
         pytest_server(server_env()) as opts.server,
         ThreadPoolExecutor(args.jobs) as pool,
     ):
-        snapshot = Path(tmp) / "project"
-        copy_project(args.root, snapshot)
-        results = pool.map(lambda w: measure(snapshot, w[0], w[1], w[2], opts, sizes), work)
+        results = pool.map(lambda w: measure(project, w[0], w[1], w[2], opts, sizes), work)
         points = [pt for batch in results for pt in batch]
     text = table(points, args.profile)
     print(text)

@@ -61,14 +61,8 @@ def sample_specs(count: int) -> list[Any]:
     from properties.strategies import world_specs
 
     run = RunConfig()  # the CPU in exact numerics: which code runs does not depend on the numerics
-    strategies = (
-        world_specs(run),
-        world_specs(run, faults=True),
-        group_worlds(run),
-        proposing_worlds(run),
-        greedy_worlds(run),
-        stride_worlds(run),
-    )
+    strategies = (world_specs(run), world_specs(run, faults=True), group_worlds(run), proposing_worlds(run),
+                  greedy_worlds(run), stride_worlds(run))  # fmt: skip
     return [spec for s in strategies for spec in fixed_sample(s, count)]
 
 

@@ -12,10 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from mutants.execute import Result
-from mutants.modes import DEFAULT_BEGIN, DEFAULT_END, Mode
+from mutants.modes import Mode
 
-BEGIN = DEFAULT_BEGIN
-END = DEFAULT_END
 TITLE = "# Mutation self-check\n"
 
 
@@ -63,28 +61,16 @@ def summarize(
     totals = [r.examples_total for r in killed]
     worst = max(killed, key=lambda r: r.examples or 0, default=None)
     return Summary(
-        total=len(results),
-        killed=len(killed),
-        survived=survived,
-        failed=len(results) - len(killed) - survived,
+        total=len(results), killed=len(killed), survived=survived, failed=len(results) - len(killed) - survived,
         kill_rate=round(len(killed) / len(results), 4) if results else 0.0,
         median_examples=statistics.median(examples) if examples else None,
-        worst_examples=worst.examples if worst else None,
-        worst_mutant=worst.id if worst else None,
+        worst_examples=worst.examples if worst else None, worst_mutant=worst.id if worst else None,
         median_examples_total=statistics.median(totals) if totals else None,
-        worst_examples_total=max(totals, default=None),
-        wall_seconds=round(wall_seconds, 1),
-        profile=profile,
-        jobs=jobs,
-        baseline_seconds=baseline.seconds,
-        baseline_examples=baseline.examples_total,
-        numerics=mode.numerics,
-        dtype=mode.dtype,
-        device=mode.device,
-        mode=mode.key,
-        subset=mode.subset,
+        worst_examples_total=max(totals, default=None), wall_seconds=round(wall_seconds, 1), profile=profile,
+        jobs=jobs, baseline_seconds=baseline.seconds, baseline_examples=baseline.examples_total,
+        numerics=mode.numerics, dtype=mode.dtype, device=mode.device, mode=mode.key, subset=mode.subset,
         keep_going=keep_going,
-    )
+    )  # fmt: skip
 
 
 def write_json(path: Path, summary: Summary, baseline: Result, results: list[Result]) -> None:

@@ -17,22 +17,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from mutants.apply import ApplyError, copy_project, mutated_source
-from mutants.catalogue import CATALOGUE, EQUIVALENT_FOR, by_id, for_impl, uncovered_ids
-from mutants.execute import Result, RunOptions, run_mutant, server_env
+from mutants.apply import ApplyError, mutated_source
+from mutants.catalogue import CATALOGUE, EQUIVALENT_FOR, by_id, cover, for_impl, uncovered_ids
+from mutants.execute import Result, RunOptions, run_mutant, server_env, snapshot
 from mutants.forked import pytest_server
-from mutants.killers import MEMO, load, record
 from mutants.modes import DEVICES, DTYPES, NUMERICS, Mode
-from mutants.order import suite_tests
+from mutants.order import MEMO, load_killers, record_killers, suite_tests
 from mutants.reach import applies, reached_by
 from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
-from mutants.subset import cover
 from properties.gpu import MpsError, cuda_mps
 from properties.impl import short_name
 
@@ -43,64 +40,41 @@ DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """The command line (`argv`, or `sys.argv` when None)."""
     p = argparse.ArgumentParser(prog="python -m mutants.run", description=__doc__.splitlines()[0])
-    p.add_argument("--only", action="append", metavar="ID", help="run only this mutant (repeatable)")
-    p.add_argument(
-        "--subset", action="store_true", help="a deterministic subset: every behaviour id keeps --per-id mutants"
-    )
-    p.add_argument("--per-id", type=int, default=1, help="mutants kept per behaviour id by --subset (default 1)")
-    p.add_argument("--numerics", default="exact", choices=NUMERICS, help="the suite's numerics (default exact)")
-    p.add_argument("--dtype", default=None, choices=DTYPES, help="the suite's dtype (default: the suite's choice)")
-    p.add_argument("--device", default="cpu", choices=DEVICES, help="cpu, or cuda: every GPU, a mutant on each")
-    p.add_argument(
-        "--reference-device",
-        default="same",
-        choices=("same", "cpu"),
-        help="where the suite's reference step runs (cpu: with --numerics fast --device cuda)",
-    )
-    p.add_argument(
-        "--keep-going", action="store_true", help="run every test against each mutant (for python -m mutants.matrix)"
-    )
-    p.add_argument("--json", type=Path, metavar="PATH", help="write the results as JSON here")
-    p.add_argument(
-        "--markdown",
-        type=Path,
-        metavar="PATH",
-        help="write the table here (default: docs/mutants.md for the whole catalogue or --subset, nowhere for --only)",
-    )
-    p.add_argument("--profile", default="mutants", help="Hypothesis profile (default: mutants)")
-    p.add_argument("--max-n", type=int, default=None, help="largest sequence mix (default: the suite's)")
-    p.add_argument("--seed", type=int, default=None, help="Hypothesis seed instead of the derandomized one")
-    p.add_argument("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
-    p.add_argument(
-        "--memo",
-        type=Path,
-        default=MEMO,
-        metavar="PATH",
+    add = p.add_argument
+    add("--only", action="append", metavar="ID", help="run only this mutant (repeatable)")
+    add("--subset", action="store_true", help="a deterministic subset: every behaviour id keeps --per-id mutants")
+    add("--per-id", type=int, default=1, help="mutants kept per behaviour id by --subset (default 1)")
+    add("--numerics", default="exact", choices=NUMERICS, help="the suite's numerics (default exact)")
+    add("--dtype", default=None, choices=DTYPES, help="the suite's dtype (default: the suite's choice)")
+    add("--device", default="cpu", choices=DEVICES, help="cpu, or cuda: every GPU, a mutant on each")
+    add("--reference-device", default="same", choices=("same", "cpu"),
+        help="where the suite's reference step runs (cpu: with --numerics fast --device cuda)")  # fmt: skip
+    add("--keep-going", action="store_true", help="run every test against each mutant (for python -m mutants.matrix)")
+    add("--json", type=Path, metavar="PATH", help="write the results as JSON here")
+    add("--markdown", type=Path, metavar="PATH",
+        help="write the table here (default: docs/mutants.md for the whole catalogue or --subset, "
+        "nowhere for --only)")  # fmt: skip
+    add("--profile", default="mutants", help="Hypothesis profile (default: mutants)")
+    add("--max-n", type=int, default=None, help="largest sequence mix (default: the suite's)")
+    add("--seed", type=int, default=None, help="Hypothesis seed instead of the derandomized one")
+    add("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
+    add("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
+    add("--memo", type=Path, default=MEMO, metavar="PATH",
         help="the killers' memo: each mutant's last killer runs first, and this run's killers are recorded "
-        "(default mutants/killers.json; an order only, never a verdict)",
-    )
-    p.add_argument("--no-memo", action="store_true", help="neither read nor write the killers' memo")
-    p.add_argument("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
-    p.add_argument("--list", action="store_true", help="list the catalogue and exit")
-    p.add_argument(
-        "--mps",
-        action="store_true",
-        help="with --device cuda: the jobs share each GPU through CUDA MPS (properties.gpu)",
-    )
-    p.add_argument(
-        "--impl",
-        default=None,
-        metavar="MODULE:FUNCTION",
-        help="run the baseline against this implementation, and (without --only) the mutants written for it",
-    )
+        "(default mutants/killers.json; an order only, never a verdict)")  # fmt: skip
+    add("--no-memo", action="store_true", help="neither read nor write the killers' memo")
+    add("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
+    add("--list", action="store_true", help="list the catalogue and exit")
+    add("--mps", action="store_true", help="with --device cuda: the jobs share each GPU through CUDA MPS")
+    add("--impl", default=None, metavar="MODULE:FUNCTION",
+        help="run the baseline against this implementation, and (without --only) the mutants for it")  # fmt: skip
     return p.parse_args(argv)
 
 
 def selected(only: list[str] | None, subset: bool = False, per_id: int = 1, impl: str | None = None) -> list[Mutant]:
     """The mutants named by `--only`, in the order given, those written for `impl` and the
     catalogue's mutants of code it shares (`shared_with`), the subset
-    (`mutants.subset.cover`), or the whole catalogue."""
+    (`mutants.catalogue.cover`), or the whole catalogue."""
     if only:
         return [by_id(i) for i in only]
     if impl is not None:
@@ -145,7 +119,7 @@ def not_applying(root: Path, mutants: list[Mutant]) -> list[Result]:
         try:
             mutated_source(root, m)
         except ApplyError as e:
-            out.append(Result(m.id, m.file, list(m.ids), m.description, "not-applied", reason=str(e)))
+            out.append(Result.of(m, "not-applied", str(e)))
     return out
 
 
@@ -189,19 +163,15 @@ def run_all(
             print(progress_line(r, len(results), len(mutants)), flush=True)
     baseline = base_future.result()
     for m in mutants:
-        results.setdefault(
-            m.id, Result(m.id, m.file, list(m.ids), m.description, "error", reason="not run: the baseline failed")
-        )
+        results.setdefault(m.id, Result.of(m, "error", "not run: the baseline failed"))
     return baseline, [results[m.id] for m in mutants]
 
 
 def baseline_line(r: Result) -> str:
     """One line for the baseline run: passed with its totals, or why it did not."""
     if r.status == "survived":
-        return (
-            f"[baseline] the unchanged suite passes: {r.tests_run} tests, {r.examples_total} examples "
-            f"({r.seconds:.1f} s)"
-        )
+        totals = f"{r.tests_run} tests, {r.examples_total} examples ({r.seconds:.1f} s)"
+        return f"[baseline] the unchanged suite passes: {totals}"
     what = f"{(r.killer or '').split('::')[-1]} failed: {r.reason}" if r.status == "killed" else r.reason
     return f"[baseline] the unchanged suite does not pass, so no mutant result means anything: {what}"
 
@@ -221,14 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.reference_device == "cpu" and (args.numerics != "fast" or args.device != "cuda"):
         print("--reference-device cpu needs --numerics fast and --device cuda", file=sys.stderr)
         return 2
-    mode = Mode(
-        args.numerics,
-        args.dtype,
-        args.device,
-        subset=args.subset and not args.only,
-        impl=args.impl,
-        reference_device="" if args.reference_device == "same" else args.reference_device,
-    )
+    reference = "" if args.reference_device == "same" else args.reference_device
+    mode = Mode(args.numerics, args.dtype, args.device, args.subset and not args.only, args.impl, reference)
     mutants = selected(args.only, args.subset, args.per_id, args.impl)
     n_gpus = gpu_count() if mode.device == "cuda" else 0
     if mode.device == "cuda" and not n_gpus:
@@ -237,30 +201,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.mps and mode.device != "cuda":
         print("--mps shares a GPU among jobs: it needs --device cuda", file=sys.stderr)
         return 2
-    opts = RunOptions(
-        profile=args.profile,
-        max_n=args.max_n,
-        seed=args.seed,
-        timeout_s=args.timeout,
-        keep=args.keep,
-        mode=mode,
-        keep_going=args.keep_going,
-        impl=args.impl,
-        last_killers={} if args.no_memo else load(args.memo, mode.key),
-    )
+    killers = {} if args.no_memo else load_killers(args.memo, mode.key)
+    opts = RunOptions(args.profile, args.max_n, args.seed, args.timeout, args.keep, mode, args.keep_going, args.impl,
+                      killers)  # fmt: skip
     print(f"mode {mode.key}: {len(mutants)} mutant(s), {args.jobs} job(s)", flush=True)
     started = time.perf_counter()
-    # Every run starts from one snapshot of the project, so that editing the tree while the runner
-    # works cannot mix two versions of the suite into one table.
     try:
         with (
-            tempfile.TemporaryDirectory(prefix="mutants-snapshot-") as tmp,
+            snapshot(ROOT, "mutants-snapshot-") as project,
             cuda_mps() if args.mps else contextlib.nullcontext(),
+            pytest_server(server_env()) as opts.server,
         ):
-            snapshot = Path(tmp) / "project"
-            copy_project(ROOT, snapshot)
-            with pytest_server(server_env()) as opts.server:
-                baseline, results = run_all(snapshot, mutants, opts, args.jobs, n_gpus)
+            baseline, results = run_all(project, mutants, opts, args.jobs, n_gpus)
     except MpsError as e:
         print(e, file=sys.stderr)
         return 2
@@ -277,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     if baseline.status != "survived":
         return 2
     if not args.no_memo and not args.keep_going:
-        record(args.memo, mode.key, {r.id: r.killer for r in results if r.status == "killed" and r.killer})
+        record_killers(args.memo, mode.key, {r.id: r.killer for r in results if r.status == "killed" and r.killer})
     markdown = args.markdown or (None if args.only else DEFAULT_MARKDOWN)
     if markdown:
         write_markdown(markdown, summary, results, mode)

@@ -1,5 +1,7 @@
 """How a mutant is written down: a file of the project, exact snippets to replace, the behaviour ids
-the change breaks, and one line saying what the bug is."""
+the change breaks, and one line saying what the bug is. A mutant is data: the catalogue keeps each as
+a `[[mutant]]` table of a TOML file under `mutants/catalogue/` (`mutants.catalogue` reads them and
+describes the format); `mutant(...)` builds one in code."""
 
 from __future__ import annotations
 

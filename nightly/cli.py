@@ -98,33 +98,18 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
     out = new_out(args.out)
     db_dir = args.database_dir.resolve()
     database = args.database if is_redis_url(args.database) else str(Path(args.database or db_dir).resolve())
-    job = Job(
-        out=out,
-        run=dataclasses.replace(run, replays=out / "replays", threads=1),
-        database=database,
-        database_dir=db_dir,
-        tests=tuple(args.tests),
-        workers=args.workers if args.workers is not None else default_workers(device, n_gpus),
-        profile=args.profile,
-        seed=args.seed if args.seed is not None else random.SystemRandom().getrandbits(32),
-        shard=shard,
-        extra=tuple(extra),
-    )
+    workers = args.workers if args.workers is not None else default_workers(device, n_gpus)
+    seed = args.seed if args.seed is not None else random.SystemRandom().getrandbits(32)
+    run = dataclasses.replace(run, replays=out / "replays", threads=1)
+    job = Job(out, run, database, db_dir, tuple(args.tests), workers, args.profile, seed, shard, tuple(extra))
     budget = [f"{args.minutes:g} minute(s)"] if args.minutes is not None else []
     budget += [f"{args.examples} example(s) per test and round"] if args.examples is not None else []
-    meta = {
-        "started": datetime.now(UTC).isoformat(timespec="seconds"),
-        "wall_seconds": 0.0,
-        "budget": " and ".join(budget),
-        "host": f"cuda x{n_gpus} ({os.cpu_count()} cores)" if n_gpus else f"cpu ({os.cpu_count()} cores)",
-        "workers": job.workers,
-        "mps": bool(args.mps),
-        "options": shlex.join(job.run.options()),
-        "database": describe(args.database, db_dir),
-        "shard": f"{shard} by {shard.by}",
-        "seed": job.seed,
-        "command": shlex.join(["python", "-m", "nightly", *argv]),
-    }
+    host = f"cuda x{n_gpus} ({os.cpu_count()} cores)" if n_gpus else f"cpu ({os.cpu_count()} cores)"
+    meta = {"started": datetime.now(UTC).isoformat(timespec="seconds"), "wall_seconds": 0.0,
+            "budget": " and ".join(budget), "host": host, "workers": workers, "mps": bool(args.mps),
+            "options": shlex.join(run.options()), "database": describe(args.database, db_dir),
+            "shard": f"{shard} by {shard.by}", "seed": seed,
+            "command": shlex.join(["python", "-m", "nightly", *argv])}  # fmt: skip
     return job, meta
 
 

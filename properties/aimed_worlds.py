@@ -1,7 +1,7 @@
-"""Worlds aimed at one path of the step, for the properties that check it: dispatch around the gate
-and the gate's corners (P2), the propose-meta stride's boundary, groups and proposing mixes (P3),
-the batched argmax's eligibility and its faults (P4), one group launched ahead (the fully batched
-step), and pairs of worlds for a model that ran another. Each takes the run's configuration."""
+"""Worlds aimed at one path of the step, for the properties that check it: the propose-meta stride's
+boundary, groups and proposing mixes (P3), the batched argmax's eligibility and its faults (P4), one
+group launched ahead (the fully batched step), and pairs of worlds for a model that ran another.
+Each takes the run's configuration. The gate's inputs and worlds (P2) are `properties.gate_worlds`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,11 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from batched.gate import can_batch_bootstrap
 from properties.config import RunConfig
-from properties.faults import BAD_ROWS, ONCE_PER_STEP
-from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
+from properties.fault_kinds import BAD_ROWS, ONCE_PER_STEP
+from properties.specs import FaultSpec, SeqSpec, WorldSpec
 from properties.strategies import world_specs
-from properties.world import base_model, draft_table_len
-from reference.sched_ctx import ENV_NO_BATCH_BOOTSTRAP, Levers, SchedCtx
+from properties.world import draft_table_len
 
 
 @st.composite
@@ -224,141 +222,3 @@ def stride_worlds(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
     model = replace(spec.model, group_cap=draw(st.sampled_from((2, 3, 4))), stash_capacity=64, meta_stride=stride)
     step = replace(spec.step, ladder_nd=ladder)
     return replace(spec, seqs=seqs, bootstrap=tuple(range(len(seqs))), model=model, step=step, faults=())
-
-
-CLAUSES = ("G1", "G2", "G3", "G4", "G5", "G6", "G7")
-
-
-@st.composite
-def passing_gate_inputs(draw: st.DrawFn) -> dict:
-    """Gate inputs (the keys `expected_gate` reads) for which every clause holds, often at the
-    boundary (two sequences, a dispatch cap of 2, a stash of exactly n rows)."""
-    n = draw(st.sampled_from((2, 2, 3, 4, 6)))
-    gamma = draw(st.sampled_from((None, 4)))
-    unified, serial = draw(st.sampled_from(((True, False), (False, True), (True, True), (False, False))))
-    return {
-        "n": n,
-        "raw_argmax": False,
-        "lever": True,
-        "env_no": False,
-        "max_seqs": draw(st.sampled_from((2, 2, 8))),
-        "unified": unified and gamma is None,
-        "serial": serial and gamma is None,
-        "gamma": gamma,
-        "fp32": False,
-        "stash": draw(st.sampled_from((n, n, 8))),
-        "ep": False,
-        "hss": False,
-    }
-
-
-@st.composite
-def violate(draw: st.DrawFn, g: dict, clause: str) -> dict:
-    """`g` with exactly the gate clause `clause` made false, mostly at its boundary."""
-    g = dict(g)
-    if clause == "G1":
-        g["n"] = draw(st.sampled_from((1, 1, 0)))
-    elif clause == "G2":
-        g["raw_argmax"] = True
-    elif clause == "G3":
-        g["lever"], g["env_no"] = draw(st.sampled_from(((False, False), (True, True), (False, True))))
-    elif clause == "G4":
-        g["max_seqs"] = draw(st.sampled_from((1, 1, 0)))
-    elif clause == "G5":
-        g["gamma"] = 4
-        g["unified"], g["serial"] = draw(st.sampled_from(((True, False), (False, True), (True, True))))
-    elif clause == "G6":
-        g["fp32"] = True
-    elif clause == "G7":
-        g.update(draw(st.sampled_from(({"stash": g["n"] - 1}, {"stash": g["n"] - 1}, {"ep": True}, {"hss": True}))))
-    return g
-
-
-@st.composite
-def corner_worlds(draw: st.DrawFn, run: RunConfig) -> tuple[WorldSpec, str | None]:
-    """A mix at the passing corner of the gate (every sequence bootstraps, levers on, a stash of
-    exactly n rows), or with one clause violated at its boundary (one sequence bootstrapping out of
-    several, a stash one row short of the bootstrapping ones); and which clause (None: open)."""
-    spec = draw(world_specs(run, min_n=2))
-    clause = draw(st.sampled_from((None, "G1", None, "G7", "G1", "G2", "G3", "G4", "G6", "G7")))
-    boot = tuple(range(len(spec.seqs)))[: 1 if clause == "G1" else None]
-    step = replace(
-        spec.step,
-        mtp_batch_bootstrap=clause != "G3",
-        mtp_max_seqs=1 if clause == "G4" else 2,
-        dflash_verify_raw_argmax=clause == "G2",
-    )
-    model = replace(
-        spec.model,
-        dflash_gamma=None,
-        logits_fp32=clause == "G6",
-        stash_capacity=len(boot) - 1 if clause == "G7" else len(spec.seqs),
-        meta_stride=64,
-    )
-    return replace(spec, bootstrap=boot, step=step, model=model), clause
-
-
-@st.composite
-def gate_inputs(draw: st.DrawFn) -> dict:
-    return {
-        "n": draw(st.integers(0, 6)),
-        "raw_argmax": draw(st.booleans()),
-        "lever": draw(st.booleans()),
-        "env_no": draw(st.booleans()),
-        "max_seqs": draw(st.integers(0, 4)),
-        "unified": draw(st.booleans()),
-        "serial": draw(st.booleans()),
-        "gamma": draw(st.sampled_from((None, 4))),
-        "fp32": draw(st.booleans()),
-        "stash": draw(st.sampled_from((0, 1, 3, 8))),
-        "ep": draw(st.booleans()),
-        "hss": draw(st.booleans()),
-    }
-
-
-def expected_gate(g: dict) -> bool:
-    """G1-G7 in the design's words."""
-    return (
-        g["n"] >= 2  # G1
-        and not g["raw_argmax"]  # G2
-        and g["lever"]
-        and not g["env_no"]  # G3
-        and g["max_seqs"] > 1  # G4
-        and not (g["gamma"] is not None and (g["unified"] or g["serial"]))  # G5
-        and not g["fp32"]  # G6
-        and g["stash"] >= g["n"]
-        and not g["ep"]
-        and not g["hss"]  # G7
-    )
-
-
-def gate(g: dict) -> bool:
-    """`can_batch_bootstrap` on the model and levers `g` describes."""
-    model = base_model(
-        ModelSpec(dflash_gamma=g["gamma"], logits_fp32=g["fp32"], stash_capacity=g["stash"], ep=g["ep"], hss=g["hss"])
-    )
-    env = {ENV_NO_BATCH_BOOTSTRAP: "1"} if g["env_no"] else {}
-    levers = Levers.from_env(
-        env,
-        mtp_batch_bootstrap=g["lever"],
-        mtp_max_seqs=g["max_seqs"],
-        dflash_unified_ctx=g["unified"],
-        dflash_serial_append=g["serial"],
-    )
-    return can_batch_bootstrap(model, SchedCtx(levers=levers), g["n"], g["raw_argmax"])
-
-
-@st.composite
-def dispatch_specs(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
-    spec = draw(world_specs(run, min_n=1))
-    step = draw(
-        st.builds(
-            StepSpec,
-            mtp_batch_bootstrap=st.booleans(),
-            mtp_max_seqs=st.sampled_from((8, 1)),
-            dflash_verify_raw_argmax=st.booleans(),
-            ladder_nd=st.just(spec.step.ladder_nd),
-        )
-    )
-    model = replace(spec.model, logits_fp32=draw(st.booleans()), stash_capacity=draw(st.sampled_from((64, 1))))
-    return replace(spec, step=step, model=model)

@@ -8,7 +8,7 @@ import functools
 
 from hypothesis import strategies as st
 
-from properties.faults import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
+from properties.fault_kinds import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.specs import FaultSpec
 
 # How many faults a plan carries: one most often; two (both can fire) or none besides.

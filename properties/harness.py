@@ -27,8 +27,9 @@ import torch
 from properties import counters
 from properties.checks import outside
 from properties.checks.call_plan import Plan, expected_plan
-from properties.checks.forcing import next_forced
+from properties.checks.forcing import forced_round
 from properties.checks.mismatch import Mismatch
+from properties.checks.outside_weights import remember_weights, weights_written
 from properties.config import DEFAULT_REPLAYS
 from properties.faults import FaultyModel
 from properties.impl import Impl
@@ -53,11 +54,11 @@ def run_guarded(
     """`run_step` of the implementation, and what it changed outside its world (`properties.checks.outside`):
     weights it wrote are put back before this returns."""
     models = [world.model]
-    outside.remember_weights(models)
+    remember_weights(models)
     packages = outside.packages_of(getattr(impl.step, "__module__", ""), impl.name.partition(":")[0])
     before = outside.snapshot(models, packages)
     side = run_step(world, model, impl.step, decisions)
-    changed = outside.changes(before, outside.snapshot(models, packages)) + outside.weights_written(models)
+    changed = outside.changes(before, outside.snapshot(models, packages)) + weights_written(models)
     return side, [
         Mismatch(None, f"{what}, outside the world (before | after the step)", was, now) for what, was, now in changed
     ]
@@ -174,13 +175,14 @@ def run_side_by_side(spec: WorldSpec, impl: Impl, replays: Path = DEFAULT_REPLAY
             out.translation = settled
         else:
             out.translation = settled
-            new, refused = next_forced(out) if fast else ([], [])
+            draws, near, refused = forced_round(out, fast)
             out.unexplained = refused
-            if not new:
+            if not draws and not near:
                 break
-            for f in new:
+            for f in draws + near:
                 out.forced[f.key] = f.impl_choice
-            out.forced_decisions += new
+            out.own_draws += draws
+            out.forced_decisions += near
         out.ref = run_reference(base, out.translation, out.forced, masked)
         out.rounds += 1
     counters.count_run(len(out.forced_decisions), [f.ref_margin for f in out.forced_decisions], decisions(out))

@@ -2,7 +2,8 @@
 and its noise.
 
 A short name from `REGISTRY` (`literal`, the default; `vector`; `vector-gathered`; the own-noise
-samplers `vector-torch`, `vector-torch-batch` and, on a GPU with FlashInfer, `flashinfer`), a name
+samplers `vector-torch`, `vector-torch-batch` and, on a GPU with FlashInfer, `flashinfer` and
+`flashinfer-batch`), a name
 another installed package registers under the `mtp_bootstrap_verify.impls` entry-point group (its
 value a `module:function`), or `module:function` for any other step with the signature
 `(model, active, sched, idxs, ladder_nd, verify_ctx) -> None`. Everything besides the step comes
@@ -73,6 +74,11 @@ REGISTRY: dict[str, Entry] = {
     # FlashInfer's top-k/top-p sampling kernels (a GPU and the `flashinfer` extra).
     "flashinfer": Entry(
         "batched.flashinfer_sampler:step_flashinfer", noise="own", sampler="batched.flashinfer_sampler:sample_rows"
+    ),
+    "flashinfer-batch": Entry(
+        "batched.flashinfer_sampler:step_flashinfer_batch",
+        noise="own",
+        sampler="batched.flashinfer_sampler:sample_rows_batch",
     ),
 }
 DEFAULT_IMPL = REGISTRY["literal"].step

@@ -71,6 +71,9 @@ def format_report(title: str, sbs: SideBySide, mismatches: list[Mismatch]) -> st
     if sbs.forced_decisions:
         lines += ["", f"decisions forced onto the reference (teacher forcing): {len(sbs.forced_decisions)}"]
         lines += [f"  {f.text()}" for f in sbs.forced_decisions]
+    if sbs.own_draws:
+        lines += ["", f"the implementation's own draws forced onto the reference: {len(sbs.own_draws)}"]
+        lines += [f"  {f.key.kind} of seq {f.key.owner} at {f.key.position}: {f.impl_choice}" for f in sbs.own_draws]
     calls = [f"{c.op}{list(c.slots)}={c.outcome}" for c in sbs.impl.model.calls]
     lines += ["", "implementation calls: " + ", ".join(calls[:24]) + (" ..." if len(calls) > 24 else "")]
     lines += ["", f"replay: {replay_command(path, sbs.under_test.name)}"]

@@ -19,7 +19,7 @@ from properties.specs import WorldSpec
 from properties.translate import Translation
 from properties.world import World
 from reference.decisions import Decision, DecisionKey, DecisionLog
-from reference.state import TokenLogprobs
+from reference.state import ActiveSeq, TokenLogprobs
 from reference.telemetry import LogRecord
 
 
@@ -84,9 +84,21 @@ class SideBySide:
     under_test: Impl
     plan: Plan = field(default_factory=Plan)
     forced: dict[DecisionKey, int] = field(default_factory=dict)
-    forced_decisions: list[ForcedDecision] = field(default_factory=list)
+    forced_decisions: list[ForcedDecision] = field(default_factory=list)  # near ties (the budget's)
+    own_draws: list[ForcedDecision] = field(default_factory=list)  # own-noise draws inside the support
     unexplained: list[str] = field(default_factory=list)  # divergences the replay oracle could not explain
     replays: dict[int, Replay] = field(default_factory=dict)  # by slot: the reference semantics on its rows
     rounds: int = 1  # reference runs
     outside: list[Mismatch] = field(default_factory=list)  # what the step changed outside its world
     replay_dir: Path = DEFAULT_REPLAYS  # where a failure's replay file goes
+
+
+def bootstrapped(sbs: SideBySide) -> list[tuple[ActiveSeq, ActiveSeq]]:
+    """(before, implementation after) of every bootstrapped sequence, in index order."""
+    return [(sbs.before.active[i], sbs.impl.world.active[i]) for i in sbs.before.idxs]
+
+
+def emitted(b: ActiveSeq, a: ActiveSeq) -> int | None:
+    """The token the step emitted for the sequence, if it emitted one."""
+    n = len(b.output_tokens)
+    return a.output_tokens[n] if len(a.output_tokens) > n else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from hypothesis import event
 
-from properties.faults import ALTERNATES, BATCHED_STEP_OPS
+from properties.fault_kinds import ALTERNATES, BATCHED_STEP_OPS
 from properties.side_by_side import SideBySide
 
 # The paths of the batched step an event names, besides call outcomes.

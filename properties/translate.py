@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import torch
 
 from properties.checks.call_plan import Plan, argmax_on_device_slot, call_mismatch
-from properties.faults import BAD_ROWS, Call, SeqFault
+from properties.fault_kinds import BAD_ROWS, Call, SeqFault
 from reference.state import SequenceState
 
 

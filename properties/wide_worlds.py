@@ -7,9 +7,12 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
+from properties.draws import TOKEN_SEEDS, ints, permutations_of
 from properties.fault_plans import fault_specs_for
+from properties.model_strategies import model_specs
+from properties.seq_strategies import seq_specs_for
 from properties.specs import WorldSpec
-from properties.strategies import STEP_SPECS, TOKEN_SEEDS, ints, model_specs, permutations_of, seq_specs_for
+from properties.strategies import STEP_SPECS
 
 # Sizes past every tile and word boundary an implementation may have inside: mixes past 16 and 64
 # rows, sequence and SSM slots past 64 and 256 (of 512), token ids past 32767 and 65535 (vocabularies

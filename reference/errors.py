@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 
 class ModelError(Exception):
     """A model operation failed. `context` wraps it with an outer message, newest first."""
@@ -33,3 +36,11 @@ def format_chain(e: BaseException) -> str:
     if isinstance(e, ModelError):
         return ": ".join(e.chain())
     return str(e) or type(e).__name__
+
+
+def in_context(op: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """fn(*args) with any ModelError wrapped in the context `op`."""
+    try:
+        return fn(*args)
+    except ModelError as e:
+        raise e.context(op) from None

@@ -73,3 +73,31 @@ def test_a_registry_step_spelled_as_module_function_has_its_short_name() -> None
     assert short_name("batched.vector.step:step_mtp_bootstrap_vectorized") == "vector"
     assert short_name("batched.step:step_mtp_bootstrap_batched") == "literal"
     assert short_name("vector-gathered") == "vector-gathered" and short_name("pkg.mod:step") == "pkg.mod:step"
+
+
+@pytest.mark.parametrize(
+    ("declares", "says"),
+    [
+        ('NOISE = "own"\n', "own noise needs its row sampler"),
+        ('NOISE = "private"\n', "NOISE is 'private', expected one of coupled, own"),
+    ],
+)
+def test_a_module_that_declares_its_noise_wrongly_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, declares: str, says: str
+) -> None:
+    (tmp_path / "their_noisy_engine.py").write_text(
+        "from batched.vector.step import step_mtp_bootstrap_vectorized as step\n" + declares
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.raises(ValueError, match=says):
+            load("their_noisy_engine:step")
+    finally:
+        sys.modules.pop("their_noisy_engine", None)
+
+
+def test_own_noise_names_come_with_their_row_samplers() -> None:
+    for name in ("vector-torch", "vector-torch-batch"):
+        impl = load(name)
+        assert impl.noise == "own" and callable(impl.sampler), name
+    assert load("vector").noise == "coupled" and load("vector").sampler is None

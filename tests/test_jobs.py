@@ -42,14 +42,19 @@ def steps(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["name"]: s for s in data["steps"]}
 
 
+def passing(*args: str | Path, out: Path) -> dict[str, Any]:
+    """`python -m jobs ARGS --out OUT`, which must exit 0; its summary."""
+    done = jobs(*args, "--out", out)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return summary(out)
+
+
 def test_a_check_job_runs_the_gpu_tests_then_the_properties(tmp_path: Path) -> None:
     out = tmp_path / "check"
     tests = ["properties/step/test_p1_equivalence.py", "properties/step/test_p2_gate.py"]
     gpu_tests = "tests/test_paged_attention.py"
-    done = jobs("check", "--device", "cpu", "--numerics", "exact", "--dtype", "float64", "--tests", *tests,
-                "--max-n", "2", "--workers", "2", "--gpu-tests", gpu_tests, "--out", out)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    data = summary(out)
+    data = passing("check", "--device", "cpu", "--numerics", "exact", "--dtype", "float64", "--tests", *tests,
+                   "--max-n", "2", "--workers", "2", "--gpu-tests", gpu_tests, out=out)  # fmt: skip
     ran = steps(data)
     assert list(ran) == ["gpu-tests", "properties"] and data["verdict"] == "ok"
     assert ran["gpu-tests"]["outcome"] == "2 skipped", "no GPU here: the `-m gpu` tests skip"
@@ -65,25 +70,21 @@ def test_a_check_job_runs_the_gpu_tests_then_the_properties(tmp_path: Path) -> N
 
 def test_a_bench_job_writes_the_results_their_report_and_summary(tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    done = jobs("bench", "--device", "cpu", "--sizes", "2", "--impls", "loop,vector", "--cell-budget-s", "0.02",
-                "--mixes", "greedy", "--summary-n", "2", "--repeat", "2", "--out", out)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    ran = steps(summary(out))
+    ran = steps(passing("bench", "--device", "cpu", "--sizes", "2", "--impls", "loop,vector", "--cell-budget-s", "0.02",
+                        "--mixes", "greedy", "--summary-n", "2", "--repeat", "2", out=out))  # fmt: skip
     assert list(ran) == ["bench-greedy-1", "bench-greedy-2", "report", "vector-summary"]
     assert "--bench-impls" in ran["bench-greedy-1"]["command"]
     results = json.loads((out / "bench-greedy-2.json").read_text())["benchmarks"]
     assert sorted(b["extra_info"]["impl"] for b in results) == ["loop", "vector"]
-    assert "| n | loop | literal | vector |" in (out / "report" / "benchmarks.md").read_text()
+    assert "| n | loop | vector | speedup over the loop (vector) |" in (out / "report" / "benchmarks.md").read_text()
     text = (out / "summary.md").read_text()
     assert "| greedy | x86_64" in text and "| bench-greedy-2 | vector |" in text, "both runs' medians at n = 2"
 
 
 def test_a_profile_job_runs_each_mode_for_each_mix(tmp_path: Path) -> None:
     out = tmp_path / "profile"
-    done = jobs("profile", "--device", "cpu", "--modes", "timers", "copies", "--mixes", "greedy", "mixed",
-                "--n", "4", "--steps", "2", "--profile-args", "--calls 3 --ints 64", "--out", out)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    ran = steps(summary(out))
+    ran = steps(passing("profile", "--device", "cpu", "--modes", "timers", "copies", "--mixes", "greedy", "mixed",
+                        "--n", "4", "--steps", "2", "--profile-args", "--calls 3 --ints 64", out=out))  # fmt: skip
     assert list(ran) == ["profile-timers-greedy", "profile-timers-mixed", "profile-copies"]
     assert ran["profile-timers-mixed"]["outcome"].startswith("median ")
     assert json.loads((out / "profile-timers-mixed.json").read_text())["config"]["mix"] == "mixed"
@@ -92,10 +93,9 @@ def test_a_profile_job_runs_each_mode_for_each_mix(tmp_path: Path) -> None:
 
 def test_a_nightly_job_runs_the_nightly_into_its_folder(tmp_path: Path) -> None:
     out = tmp_path / "nightly"
-    done = jobs("nightly", "--device", "cpu", "--examples", "2", "--workers", "0", "--tests",
-                "properties/step/test_p2_gate.py", "--database-dir", tmp_path / "db", "--out", out)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert steps(summary(out))["nightly"]["status"] == "ok"
+    data = passing("nightly", "--device", "cpu", "--examples", "2", "--workers", "0", "--tests",
+                   "properties/step/test_p2_gate.py", "--database-dir", tmp_path / "db", out=out)  # fmt: skip
+    assert steps(data)["nightly"]["status"] == "ok"
     assert (out / "nightly" / "report.md").exists() and "From nightly/report.md" in (out / "summary.md").read_text()
 
 
@@ -156,11 +156,9 @@ def test_wheels_go_into_the_site_the_steps_import_from_and_never_a_cuda_torch_on
     if shutil.which("nvidia-smi"):
         pytest.skip("an NVIDIA driver is here: the CUDA wheels would be installed")
     out, site = tmp_path / "out", tmp_path / "site"
-    done = jobs("profile", "--device", "cpu", "--modes", "copies", "--profile-args", "--calls 2 --ints 8 --n 2",
-                "--wheels", wheels, "--site", site, "--out", out)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    facts = passing("profile", "--device", "cpu", "--modes", "copies", "--profile-args", "--calls 2 --ints 8 --n 2",
+                    "--wheels", wheels, "--site", site, out=out)["environment"]  # fmt: skip
     assert (site / "jobs_probe.py").exists() and not list(site.glob("torch*"))
-    facts = summary(out)["environment"]
     assert "torch-2.11.0+cu130" in facts["wheels left out (CUDA builds, no NVIDIA driver here)"]
     assert child_env(site, {"PYTHONPATH": "/x"})["PYTHONPATH"].split(os.pathsep) == [str(site), str(ROOT), "/x"]
 

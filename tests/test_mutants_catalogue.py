@@ -10,11 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mutants.apply import ApplyError, apply_edits, mutated_source
-from mutants.catalogue import CATALOGUE, ID_PATTERN, REQUIRED_IDS, uncovered_ids
+from mutants.catalogue import CATALOGUE, ID_PATTERN, REQUIRED_IDS, CatalogueError, read_file, uncovered_ids
 from mutants.execute import Result
+from mutants.modes import DEFAULT_BEGIN as BEGIN
+from mutants.modes import DEFAULT_END as END
 from mutants.order import ordered_nodeids, suite_tests
 from mutants.plugin import ExampleCounter
-from mutants.report import BEGIN, END, summarize, write_markdown
+from mutants.report import summarize, write_markdown
 from mutants.spec import mutant
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,6 +60,18 @@ def test_a_mutant_that_breaks_the_syntax_does_not_apply() -> None:
         mutated_source(ROOT, broken)
 
 
+def test_a_malformed_catalogue_entry_is_named_with_its_file(tmp_path: Path) -> None:
+    entry = "[[mutant]]\nid = 'm'\nfile = 'batched/gate.py'\nids = ['G1']\nedits = [{old = 'a', new = 'b'}]\n"
+    missing = tmp_path / "missing.toml"
+    missing.write_text(entry)
+    with pytest.raises(CatalogueError, match=r"missing\.toml: mutant 'm': missing keys \['description'\]"):
+        read_file(missing)
+    unknown = tmp_path / "unknown.toml"
+    unknown.write_text(entry + "description = 'd'\ncolour = 'red'\n")
+    with pytest.raises(CatalogueError, match=r"unknown\.toml: mutant 'm': unknown keys \['colour'\]"):
+        read_file(unknown)
+
+
 def test_tests_covering_the_ids_run_first_and_every_test_runs_once() -> None:
     tests = suite_tests(ROOT)
     order = ordered_nodeids(tests, ("B24",))
@@ -79,7 +93,7 @@ def test_counting_keeps_the_examples_hypothesis_draws() -> None:
     plain()
     counter = ExampleCounter(Path("unused.json"))
     counter.current = "plain"
-    assert counter._wrap(plain)
+    assert counter.wrap(plain)
     drawn.append([])
     plain()
     assert drawn[0] == drawn[1]

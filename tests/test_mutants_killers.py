@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mutants.killers import load, record
 from mutants.order import SuiteTest, ordered_nodeids
+from mutants.order import load_killers as load
+from mutants.order import record_killers as record
 
 TESTS = [
     SuiteTest("a.py::test_a", frozenset({"B1"})),

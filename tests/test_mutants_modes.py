@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mutants.catalogue import CATALOGUE
-from mutants.execute import Result, RunOptions, child_env, import_path, pytest_command
+from mutants.catalogue import CATALOGUE, cover, named_ids
+from mutants.execute import Result, RunOptions, child_env, import_path, pytest_args
 from mutants.modes import DEFAULT_BEGIN, DEFAULT_END, Mode
 from mutants.report import summarize, write_markdown
 from mutants.run import devices, parse_args, selected
 from mutants.spec import mutant
-from mutants.subset import cover, named_ids
 
 KILLED = Result("m", "batched/step.py", ["B1"], "bug", "killed", killer="p::t", examples=3, seconds=1.0)
 BASELINE = Result("baseline", "", [], "", "survived", examples_total=10, seconds=2.0)
@@ -20,12 +19,12 @@ BASELINE = Result("baseline", "", [], "", "survived", examples_total=10, seconds
 
 def test_the_mode_reaches_the_suites_options_and_environment(tmp_path: Path) -> None:
     opts = RunOptions(mode=Mode("fast", "bfloat16", "cuda"))
-    cmd = pytest_command(["t"], opts, "cuda:1")
+    cmd = pytest_args(["t"], opts, "cuda:1")
     assert cmd[cmd.index("--numerics") + 1] == "fast" and cmd[cmd.index("--dtype") + 1] == "bfloat16"
     assert cmd[cmd.index("--device") + 1] == "cuda:1" and "-x" in cmd
-    assert "--dtype" not in pytest_command(["t"], RunOptions())
-    assert "-x" not in pytest_command(["t"], RunOptions(keep_going=True))
-    cmd = pytest_command(["t"], RunOptions(seed=7), None, None, tmp_path / "r.json")
+    assert "--dtype" not in pytest_args(["t"], RunOptions())
+    assert "-x" not in pytest_args(["t"], RunOptions(keep_going=True))
+    cmd = pytest_args(["t"], RunOptions(seed=7), None, None, tmp_path / "r.json")
     assert cmd[cmd.index("--mutants-result") + 1] == str(tmp_path / "r.json") and "--mutants-seed" in cmd
 
 
@@ -38,10 +37,10 @@ def test_the_suites_own_variables_do_not_reach_a_mutants_suite(tmp_path: Path, m
 
 def test_a_cpu_reference_reaches_the_suite_and_names_the_mode() -> None:
     mode = Mode("fast", "bfloat16", "cuda", reference_device="cpu")
-    cmd = pytest_command(["t"], RunOptions(mode=mode), "cuda:0")
+    cmd = pytest_args(["t"], RunOptions(mode=mode), "cuda:0")
     assert cmd[cmd.index("--reference-device") + 1] == "cpu"
     assert mode.key == "fast-bfloat16-cuda-reference-cpu" and "reference on cpu" in mode.describe()
-    assert "--reference-device" not in pytest_command(["t"], RunOptions(mode=Mode("fast", "bfloat16", "cuda")))
+    assert "--reference-device" not in pytest_args(["t"], RunOptions(mode=Mode("fast", "bfloat16", "cuda")))
 
 
 def test_the_copy_comes_first_and_no_other_copy_stays_on_the_import_path(tmp_path: Path) -> None:

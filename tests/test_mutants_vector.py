@@ -8,16 +8,13 @@ from pathlib import Path
 import pytest
 
 from mutants.apply import mutated_source
-from mutants.catalogue import CATALOGUE, ID_PATTERN, OTHER_IMPLS, by_id, for_impl
-from mutants.catalogue_blind_spots import VECTOR_MUTANTS as BLIND_SPOTS
-from mutants.catalogue_vector import MUTANTS as VECTOR_MUTANTS
-from mutants.catalogue_vector import VECTOR_IMPL
-from mutants.execute import RunOptions, pytest_command
+from mutants.catalogue import CATALOGUE, GROUPS, ID_PATTERN, OTHER_IMPLS, VECTOR_IMPL, by_id, for_impl
+from mutants.execute import RunOptions, pytest_args
 from mutants.run import selected
 from properties.impl import load
 
 ROOT = Path(__file__).resolve().parent.parent
-MUTANTS = (*VECTOR_MUTANTS, *BLIND_SPOTS)
+MUTANTS = (*GROUPS["vector_sampling"], *GROUPS["vector"], *GROUPS["vector_passes"], *GROUPS["vector_blind_spots"])
 
 
 def test_the_vector_catalogue_is_registered_apart_from_the_default_one() -> None:
@@ -41,6 +38,6 @@ def test_vector_mutant_applies_exactly_once_and_compiles(m) -> None:
 
 def test_the_suite_of_a_mutant_runs_against_its_implementation() -> None:
     opts = RunOptions()
-    assert "--impl" not in pytest_command(["t"], opts)
-    cmd = pytest_command(["t"], opts, None, VECTOR_IMPL)
+    assert "--impl" not in pytest_args(["t"], opts)
+    cmd = pytest_args(["t"], opts, None, VECTOR_IMPL)
     assert cmd[cmd.index("--impl") + 1] == VECTOR_IMPL and cmd[-1] == "t"

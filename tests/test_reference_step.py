@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from properties.faults import FaultyModel, SeqFault
+from properties.fault_kinds import SeqFault
+from properties.faults import FaultyModel
 from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from properties.world import World, build_world
 from reference.state import FinishReason, SpeculationMode

@@ -20,8 +20,9 @@ import torch
 
 from batched.protocol import BatchedModel, HasStaticPasses
 from batched.vector.logprobs import LogprobRows, logprob_pass, to_logprobs
+from batched.vector.requests import sample_request
 from batched.vector.rows import int_column
-from batched.vector.sampling_pass import SampledRows, outcomes, read_together, sample_pass, sample_request
+from batched.vector.sampling_pass import OwnDraw, SampledRows, outcomes, read_together, sample_pass
 from reference.errors import ModelError, format_chain
 from reference.model.kernels import argmax_rows
 from reference.penalties import reasoning_floor_holds
@@ -90,12 +91,15 @@ def sample_all(
     verify_ctx: LogitsContext,
     classes: tuple[list[bool], list[bool]],
     ahead: Callable[[torch.Tensor], None] | None = None,
+    *,
+    noise: OwnDraw | None = None,
 ) -> list[RowResult]:
     """Row j's result for every row of logits [n, V] (row j = refs[j], its `row_classes` held[j] and
     greedy[j] in `classes`). Changes no sequence. `ahead`, when given, is called once the first pass
     is queued and before any host read, with every row's token as the device will have it ([n]
     int64: the pass's for its rows, the argmax elsewhere); a row the passes later refuse, or that a
-    failed `argmax_batch` sends to a second pass, may end up with another token, or none."""
+    failed `argmax_batch` sends to a second pass, may end up with another token, or none. Sampled
+    rows draw with the counter-based noise, or with `noise` when given (`sample_pass`)."""
     n, vocab = len(refs), model.vocab_size()
     floor = sched.watchdog.min_reasoning_floor
     held, greedy = classes
@@ -105,7 +109,7 @@ def sample_all(
 
     def pass_for(rows: list[int]) -> SampledRows:
         reqs = [sample_request(refs[j], j, held[j], floor, verify_ctx.sampling, vocab) for j in rows]
-        return sample_pass(logits, reqs, vocab, cache)
+        return sample_pass(logits, reqs, vocab, cache, noise=noise)
 
     try_argmax = n_greedy >= 2
     first = [j for j in range(n) if not (try_argmax and greedy[j])]

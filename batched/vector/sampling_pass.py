@@ -14,13 +14,18 @@ a fixed number of device operations whatever the row count and the parameters (o
 Unlike the per-row sampler it makes no `model.argmax_on_device` call for a greedy row, and it does
 not go through `reference.decisions` (it records no margins and takes no forced choice), so it can
 be the implementation under test but not the reference.
+
+A sampler with its own randomness (`OwnDraw`, the pass's keyword `noise`) replaces the
+counter-based noise: the static pass then hands back the processed rows as well, and the own
+sampler draws each sampled row's token from them after the pass, outside any CUDA graph (its
+generators' state cannot live in one). Refusals, greedy rows and the processing stay the pass's.
 """
 
 from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -42,14 +47,9 @@ from batched.vector.static_passes import PassCache, padded, row_bucket
 from reference.grammar import GrammarState
 from reference.penalties import (
     PenaltyParams,
-    PositionKind,
     check_penalty_params,
-    penalty_history_scope,
-    penalty_params_for,
 )
 from reference.sampling import SamplingError
-from reference.sched_ctx import SamplingConfig
-from reference.state import ActiveSeq
 
 NAN_ROW = "row has NaN logits"
 POSINF_ROW = "row has +inf logits"
@@ -152,17 +152,36 @@ class SampledRows:
     shape_error: str | None = None
 
 
+def is_sampled(r: SampleRequest) -> bool:
+    """Whether the pass draws request `r`'s token (no host refusal and not greedy)."""
+    return r.host_error is None and not r.greedy
+
+
+# A sampler with its own randomness: from the processed rows [m, V] float64 of a pass's requests
+# (request i in row i: penalties, banned ids, EOS hold and grammar applied, never to be modified),
+# the token of every sampled row (`is_sampled`) as [m] int64 on the rows' device; any value in the
+# other rows. Called after the pass is queued and outside any CUDA graph.
+OwnDraw = Callable[[torch.Tensor, Sequence[SampleRequest]], torch.Tensor]
+
+
 def _bucket(n: int) -> int:
     """The least power of two >= max(n, 1): the padded length of a variable-length id section."""
     return 1 << max(0, n - 1).bit_length()
 
 
 def sample_pass(
-    logits: torch.Tensor, requests: list[SampleRequest], vocab: int, cache: PassCache | None = None
+    logits: torch.Tensor,
+    requests: list[SampleRequest],
+    vocab: int,
+    cache: PassCache | None = None,
+    *,
+    noise: OwnDraw | None = None,
 ) -> SampledRows:
     """Launch the pass for `requests` over logits [N, V] (no host sync). It runs on `row_bucket(m)`
     rows (padding rows greedy and neutral) and id sections padded to powers of two, as one static
-    pass of `cache` (a CUDA graph there once captured; a cache of its own, never a graph, if none)."""
+    pass of `cache` (a CUDA graph there once captured; a cache of its own, never a graph, if none).
+    A sampled row draws with the counter-based noise, or with `noise` when given (called once, after
+    the static pass, when some row is sampled)."""
     dev = logits.device
     m = len(requests)
     if logits.dim() != 2 or logits.shape[1] != vocab:
@@ -193,7 +212,9 @@ def sample_pass(
     specs = {"raw": ((rows, vocab), logits.dtype), "floats": ((6, rows, 1), torch.float64)}
     if words is not None:
         specs["words"] = (tuple(words.shape), words.dtype)
-    key = ("sample", rows, h, f, words is not None, vocab, logits.dtype, any(sampled))
+    counter = any(sampled) and noise is None
+    own = any(sampled) and noise is not None
+    key = ("sample", rows, h, f, words is not None, vocab, logits.dtype, counter, own)
     p = cache.get(key, [rows, rows, rows, 4 * rows, h, f], specs)
     p.load(sections)
     floats = [*penalty_columns(procs, dev), divisors(temps, dev), top_ps]
@@ -205,9 +226,8 @@ def sample_pass(
     torch.index_select(logits, 0, row_ids, out=raw)  # [R, V]
     cols, temp_div, top_p = p.tensors["floats"][:4], p.tensors["floats"][4], p.tensors["floats"][5]
     grammar = p.tensors.get("words")
-    any_sampled = key[-1]
 
-    def run() -> tuple[torch.Tensor, torch.Tensor]:
+    def run() -> tuple[torch.Tensor, ...]:
         proc = processed_rows(raw, hist_ids, cols, masked_ids_, grammar)  # [R, V]
         flags = torch.stack(
             [
@@ -219,12 +239,17 @@ def sample_pass(
             dim=1,
         )  # [R, 4]
         tokens = torch.argmax(proc, dim=-1)  # [R]: the greedy token, ties to the lowest id
-        if any_sampled:
+        if counter:
             chosen = torch.argmax(cut_scores_rows(proc, temp_div, top_k, top_p) + gumbel_from_keys(keys, vocab), dim=-1)
             tokens = torch.where(on.bool(), chosen, tokens)  # [R]
+        if own:  # the rows the own sampler draws from, after the pass
+            return tokens, flags, proc
         return tokens, flags
 
-    (tokens, flags), replayed = cache.run(p, run)
+    outs, replayed = cache.run(p, run)
+    tokens, flags = outs[0], outs[1]
+    if own and noise is not None:  # outside the graph; read before any later replay reuses its buffers
+        tokens = torch.where(on[:m].bool(), noise(outs[2][:m], requests), tokens[:m])  # [m]
     if replayed:  # the graph's buffers: a later replay would overwrite them
         tokens, flags = tokens.clone(), flags.clone()
     return SampledRows(requests, tokens[:m], flags[:m])
@@ -245,31 +270,14 @@ def outcomes(s: SampledRows, tokens: Sequence[float], flags: Sequence[float]) ->
 
 
 def sample_rows(
-    logits: torch.Tensor, requests: list[SampleRequest], vocab: int, cache: PassCache | None = None
+    logits: torch.Tensor,
+    requests: list[SampleRequest],
+    vocab: int,
+    cache: PassCache | None = None,
+    *,
+    noise: OwnDraw | None = None,
 ) -> list[int | SamplingError]:
     """`sample_pass` and its outcomes with one host read."""
-    s = sample_pass(logits, requests, vocab, cache)
+    s = sample_pass(logits, requests, vocab, cache, noise=noise)
     tokens, flags = read_together([s.tokens, s.flags])
     return outcomes(s, tokens, flags)
-
-
-def sample_request(
-    a: ActiveSeq, row: int, held: bool, min_reasoning_floor: int, sampling: SamplingConfig, vocab: int
-) -> SampleRequest:
-    """Row `row` of the logits for `a`: its verify penalties (with the reasoning-floor ban) over the
-    history after its last tool-call end, its EOS ids while `held`, its grammar, temperature, cuts,
-    and its noise at its next output position."""
-    pen = penalty_params_for(a, PositionKind.VERIFY, min_reasoning_floor)
-    history = penalty_history_scope(a.output_tokens, a.tool_call_end_token) if penalties_active(pen) else []
-    eos_mask = tuple(a.eos_ids) if held else ()
-    return SampleRequest(
-        row=row,
-        temperature=a.temperature,
-        top_k=a.top_k,
-        top_p=a.top_p,
-        greedy=a.temperature == 0.0 or sampling.force_temp_zero,
-        processing=RowProcessing(pen, history, eos_mask, a.grammar_state),
-        seed=a.sampling_seed,
-        position=len(a.output_tokens),
-        host_error=host_error(vocab, a.temperature, a.top_k, a.top_p, pen, history, eos_mask, a.grammar_state),
-    )

@@ -25,6 +25,7 @@ batched argmax does not serve is argmaxed inside the sampling pass (`PER_ROW_FAS
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from contextlib import nullcontext
 
 from batched.protocol import BatchedModel, DefersCheckpoints, ProposesAhead
@@ -32,6 +33,7 @@ from batched.step import propose_from_stash, select_rows
 from batched.vector.logprobs import check_count
 from batched.vector.model import VectorMtpModel
 from batched.vector.sample import RowResult, row_classes, sample_all
+from batched.vector.sampling_pass import OwnDraw
 from reference.adaptive_spec import spec_allowed, tick_serial
 from reference.emit import emit_token
 from reference.errors import ModelError, format_chain
@@ -63,8 +65,11 @@ def step_mtp_bootstrap_vectorized(
     idxs: list[int],
     ladder_nd: int,
     verify_ctx: LogitsContext,
+    *,
+    noise: OwnDraw | None = None,
 ) -> None:
-    """Bootstrap the draftless sequences `active[i]`, i in `idxs` (ascending), as one batch."""
+    """Bootstrap the draftless sequences `active[i]`, i in `idxs` (ascending), as one batch. Sampled
+    rows draw with the counter-based noise, or with `noise` when given (`batched.vector.own_noise`)."""
     refs = select_rows(active, idxs)  # B1
     n, seqs = len(refs), [a.seq for a in refs]
     classes = row_classes(refs, sched.watchdog.min_reasoning_floor, sched, verify_ctx)  # B4, B5
@@ -84,7 +89,7 @@ def step_mtp_bootstrap_vectorized(
     if plan is not None and ahead is not None and not in_decode:
         launch = functools.partial(ahead.propose_ahead, seqs=seqs, k=plan[0], with_conf=plan[1])
     try:
-        results = sample_all(model, logits, refs, sched, verify_ctx, classes, launch)
+        results = sample_all(model, logits, refs, sched, verify_ctx, classes, launch, noise=noise)
         proposing = emit_rows(refs, results, sched)
         if proposing and stash_all(model, n):  # B13
             propose_from_stash(model, refs, proposing, sched, ladder_nd)
@@ -162,3 +167,26 @@ def checkpoint_rows(model: BatchedModel, refs: list[ActiveSeq]) -> None:
                 model.start_checkpoint_async(a.seq)
             except ModelError as e:
                 log.error(f"batched bootstrap start_checkpoint_async: {format_chain(e)}")
+
+
+def step_with_noise(
+    noise: OwnDraw, name: str, doc: str, before: Callable[[], None] | None = None
+) -> Callable[[BatchedModel, list[ActiveSeq], SchedCtx, list[int], int, LogitsContext], None]:
+    """The fully batched step with `noise` drawing its sampled rows, as a step of the fixed signature
+    called `name` with docstring `doc`; `before()` runs first (a check that the noise can run here)."""
+
+    def step(
+        model: BatchedModel,
+        active: list[ActiveSeq],
+        sched: SchedCtx,
+        idxs: list[int],
+        ladder_nd: int,
+        verify_ctx: LogitsContext,
+    ) -> None:
+        if before is not None:
+            before()
+        step_mtp_bootstrap_vectorized(model, active, sched, idxs, ladder_nd, verify_ctx, noise=noise)
+
+    step.__name__ = step.__qualname__ = name
+    step.__doc__ = doc
+    return step

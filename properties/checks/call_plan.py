@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from properties.faults import Call
+from properties.fault_kinds import Call
 from properties.specs import StepSpec
 from reference.eos_hold import presample_hold_for
 from reference.model.kernels import bits_equal

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from properties.checks.call_plan import fallback_rows, group_inputs
 from properties.checks.mismatch import Mismatch, expect
-from properties.faults import BAD_ROWS, Call
+from properties.fault_kinds import BAD_ROWS, Call
 from properties.harness import envelope
 from properties.side_by_side import SideBySide
 from properties.translate import explained

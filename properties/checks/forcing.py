@@ -9,6 +9,7 @@ import math
 import torch
 
 from properties.checks.numerics import differing, rounding, row_difference
+from properties.checks.own_noise import own_draws, own_sampled
 from properties.checks.replay_oracle import CUT_KINDS, bootstrapped, emitted, replay_of
 from properties.side_by_side import ForcedDecision, SideBySide
 from reference.decisions import Decision, DecisionKey, DecisionLog, argmax_lowest
@@ -28,18 +29,30 @@ def impl_choices(sbs: SideBySide) -> dict[DecisionKey, int]:
     return choices
 
 
+def forced_round(sbs: SideBySide, fast: bool) -> tuple[list[ForcedDecision], list[ForcedDecision], list[str]]:
+    """What to force onto the reference next: the implementation's own draws inside the support
+    (`properties.checks.own_noise`, any numerics), the near ties rounding explains (fast numerics),
+    and why each other divergence is not forced."""
+    draws, refused = own_draws(sbs)
+    near, why = next_forced(sbs) if fast else ([], [])
+    return draws, near, refused + why
+
+
 def next_forced(sbs: SideBySide) -> tuple[list[ForcedDecision], list[str]]:
     """The first reference decision per sequence (its token, then its drafts in order) that the
     implementation took otherwise: forced when explained (check 3), else a reason why not. Later
     decisions of that sequence depend on it and wait for the next round."""
     choices = impl_choices(sbs)
     slot_of_seq = {a.seq_id: a.seq.slot_idx for a in sbs.before.active}
+    seq_of = {a.seq_id: a for a in sbs.before.active}
     forced: list[ForcedDecision] = []
     refused: list[str] = []
     settled: set[int] = set()
     for d in sbs.ref.decisions:
         if d.key.kind in CUT_KINDS or d.forced:
             continue
+        if d.key.kind == "token" and own_sampled(sbs, seq_of[d.key.owner]):
+            continue  # an own draw: the support oracle's, not rounding's
         slot = d.key.owner if d.key.kind == "draft" else slot_of_seq[d.key.owner]
         choice = choices.get(d.key)
         if choice is None or choice == d.chosen or slot in settled:

@@ -20,7 +20,11 @@ must match exactly (NaN with NaN, inf with inf of the same sign).
 
 from __future__ import annotations
 
+import math
+
 import torch
+
+from reference.state import TokenLogprobs
 
 ROUNDING: dict[str, float] = {"bfloat16": 16 * 2.0**-8, "float32": 64 * 2.0**-24, "float64": 64 * 2.0**-53}
 # Values an oracle recomputes from the same row in another kernel (draft confidences in float32,
@@ -72,3 +76,21 @@ def row_difference(ref: torch.Tensor, impl: torch.Tensor) -> float:
 def _bits(t: torch.Tensor) -> torch.Tensor:
     as_int = {8: torch.int64, 4: torch.int32, 2: torch.int16, 1: torch.int8}[t.element_size()]
     return t.detach().contiguous().view(as_int)
+
+
+def logprobs_match(got: TokenLogprobs | None, want: TokenLogprobs | None) -> bool:
+    """Whether two `TokenLogprobs` agree: the same ids, each logprob within float64 compute rounding."""
+    if got is None or want is None:
+        return got is want
+    tol = COMPUTE_ROUNDING[torch.float64]
+    scale = max([abs(want.logprob)] + [abs(v) for _, v in want.top] + [1.0])
+
+    def near(x: float, y: float) -> bool:
+        return (math.isnan(x) and math.isnan(y)) or x == y or abs(x - y) <= tol * scale
+
+    return (
+        got.token == want.token
+        and near(got.logprob, want.logprob)
+        and [i for i, _ in got.top] == [i for i, _ in want.top]
+        and all(near(x, y) for (_, x), (_, y) in zip(got.top, want.top, strict=True))
+    )

@@ -18,29 +18,24 @@ decode returned, by sequence) and the drafter row of every draft (`reference.cap
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from properties.checks.mismatch import Mismatch, short
-from properties.checks.numerics import COMPUTE_ROUNDING, differing, rounding, row_difference
-from properties.side_by_side import Replay, SideBySide
+from properties.checks.numerics import COMPUTE_ROUNDING, differing, logprobs_match, rounding, row_difference
+from properties.checks.own_noise import own_sampled, own_token_replay
+from properties.side_by_side import Replay, SideBySide, bootstrapped, emitted
 from properties.world import copy_seq
 from reference.decisions import DecisionLog, argmax_lowest
 from reference.errors import ModelError
 from reference.logprobs import extract_single_logprobs
 from reference.penalties import PositionKind, penalty_params_for
 from reference.sample_step import sample_for_seq
-from reference.state import ActiveSeq, TokenLogprobs
+from reference.state import ActiveSeq
 
 CUT_KINDS = ("topk", "topp")
-
-
-def bootstrapped(sbs: SideBySide) -> list[tuple[ActiveSeq, ActiveSeq]]:
-    """(before, implementation after) of every bootstrapped sequence, in index order."""
-    return [(sbs.before.active[i], sbs.impl.world.active[i]) for i in sbs.before.idxs]
 
 
 class _ArgmaxFails:
@@ -90,12 +85,6 @@ def replay_of(sbs: SideBySide, slot: int) -> Replay | None:
     return sbs.replays[slot]
 
 
-def emitted(b: ActiveSeq, a: ActiveSeq) -> int | None:
-    """The token the step emitted for the sequence, if it emitted one."""
-    n = len(b.output_tokens)
-    return a.output_tokens[n] if len(a.output_tokens) > n else None
-
-
 def replay_mismatches(sbs: SideBySide) -> list[Mismatch]:
     """Check 2: every decision of the implementation against the reference semantics on its own rows."""
     out: list[Mismatch] = []
@@ -121,29 +110,14 @@ def _token_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq) -> list[Mismatch]
         return [Mismatch(b.seq_id, "token (replayed on its own row)", f"refused: {r.error}", f"token {tok}", ids)]
     if tok is None:
         return []
+    if tok != r.token and own_sampled(sbs, b):
+        return own_token_replay(sbs, b, a, tok)
     if tok != r.token:
         return [Mismatch(b.seq_id, "token (replayed on its own row)", f"token {r.token}", f"token {tok}", ids)]
     lp = a.output_logprobs[len(b.output_tokens)]
-    if not _logprobs_match(lp, r.logprobs):
+    if not logprobs_match(lp, r.logprobs):
         return [Mismatch(b.seq_id, "logprobs (replayed on its own row)", short(r.logprobs), short(lp), ("B10",))]
     return []
-
-
-def _logprobs_match(got: TokenLogprobs | None, want: TokenLogprobs | None) -> bool:
-    if got is None or want is None:
-        return got is want
-    tol = COMPUTE_ROUNDING[torch.float64]
-    scale = max([abs(want.logprob)] + [abs(v) for _, v in want.top] + [1.0])
-
-    def near(x: float, y: float) -> bool:
-        return (math.isnan(x) and math.isnan(y)) or x == y or abs(x - y) <= tol * scale
-
-    return (
-        got.token == want.token
-        and near(got.logprob, want.logprob)
-        and [i for i, _ in got.top] == [i for i, _ in want.top]
-        and all(near(x, y) for (_, x), (_, y) in zip(got.top, want.top, strict=True))
-    )
 
 
 def _draft_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq) -> list[Mismatch]:

@@ -20,15 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from batched.gate import can_batch_bootstrap
-from properties.checks.forcing import next_forced
+from properties.checks.forcing import forced_round
 from properties.checks.mismatch import Mismatch
-from properties.faults import Call, FaultyModel
+from properties.fault_kinds import Call
+from properties.faults import FaultyModel
 from properties.generations.oracle import Forced, Trace, VerifyRows, divergences, trace_of
 from properties.generations.reach import Reach
 from properties.generations.spec import GenerationSpec
 from properties.harness import MAX_ROUNDS, decisions, envelope, masked_tokens, plan_of, run_guarded, run_step
 from properties.impl import Impl
-from properties.side_by_side import Side, SideBySide
+from properties.side_by_side import ForcedDecision, Side, SideBySide
 from properties.specs import FaultSpec
 from properties.translate import Envelope, Translation, translate
 from properties.world import World, copy_seq
@@ -66,6 +67,7 @@ class RefRound:
     boot_forced: dict[DecisionKey, int] = field(default_factory=dict)
     verify_forced: dict[DecisionKey, int] = field(default_factory=dict)
     forced: list[Forced] = field(default_factory=list)
+    own_draws: list[ForcedDecision] = field(default_factory=list)  # the implementation's own draws, forced
     refused: list[str] = field(default_factory=list)
     engine: Engine | None = None
     rec: StepRecord = field(default_factory=StepRecord)
@@ -205,7 +207,7 @@ def settle_reference(engine: Engine, boot: ImplBoot, s: Settling) -> RefRound:
         rnd.engine = eng
         rnd.verify_trace = trace_of(rows.rows, log.records) if s.fast else {}
         rnd.decisions = sum(1 for r in log.records if r.key.kind == "token")
-        new_boot, new_verify, refused = [], [], []
+        draws, new_boot, new_verify, refused = [], [], [], []
         if impl_side is not None and rnd.side is not None and rnd.before is not None:
             spec = s.spec  # a generation's spec stands for a single-step one here: the same model and step
             rnd.sbs = SideBySide(spec, rnd.before, rnd.side, impl_side, rnd.translation, s.impl, replay_dir=s.replays)  # type: ignore[arg-type]
@@ -216,13 +218,15 @@ def settle_reference(engine: Engine, boot: ImplBoot, s: Settling) -> RefRound:
                 rnd.translation = settled
                 continue
             rnd.translation = rnd.sbs.translation = settled
-            if s.fast:
-                new_boot, refused = next_forced(rnd.sbs)
+            draws, new_boot, refused = forced_round(rnd.sbs, s.fast)
+            rnd.own_draws += draws
+            for f in draws:
+                rnd.boot_forced[f.key] = f.impl_choice
         if s.fast:
             new_verify, why = divergences(rnd.verify_trace, s.impl_verify_trace, s.explain_verify)
             refused += why
         rnd.refused = refused
-        if not new_boot and not new_verify:
+        if not draws and not new_boot and not new_verify:
             break
         for f in new_boot:
             rnd.boot_forced[f.key] = f.impl_choice

@@ -13,7 +13,7 @@ loop engine and the solo decode onto the near-ties it explains (`properties.gene
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +21,7 @@ import torch
 
 from properties.checks.compare import REPLAYED, check_fresh_checkpoint, seq_fields, shape_of, values_equal
 from properties.checks.mismatch import Mismatch, short
-from properties.checks.numerics import differing, rounding, row_difference
+from properties.checks.numerics import differing, rounding
 from properties.checks.world_state import (
     BUFFER_IDS,
     BufferDiff,
@@ -30,11 +30,10 @@ from properties.checks.world_state import (
     first_difference,
     state_buffers,
 )
-from properties.generations.oracle import Taken
+from properties.generations.resources import resource_counts
 from reference.engine import Engine, Finished, StepRecord
 from reference.model.kernels import bits_equal
 from reference.model.model import TinyMtpModel
-from reference.solo import SoloResult
 
 # Which behaviour ids a differing field of a running sequence points at.
 FIELD_IDS: dict[str, tuple[str, ...]] = {
@@ -252,86 +251,3 @@ def fast_buffers(
     return out
 
 
-def resource_counts(*engines: Engine) -> Iterable[tuple[str, int, int]]:
-    res = [e.resources for e in engines]
-    yield "main blocks", res[0].blocks.free_count(), res[1].blocks.free_count()
-    yield "drafter blocks", res[0].draft_blocks.free_count(), res[1].draft_blocks.free_count()
-    yield "slots", res[0].slots.free_count(), res[1].slots.free_count()
-    yield "SSM slots", res[0].ssm_slots.free_count(), res[1].ssm_slots.free_count()
-
-
-def check_resources(eng: Engine, name: str) -> list[Mismatch]:
-    """No block, slot or SSM slot leaked (every one is free or held by a running request) or held by
-    two running requests; a finished request holds nothing."""
-    out: list[Mismatch] = []
-    res, live = eng.resources, [a.seq for a in eng.active]
-    for what, tables, alloc in (
-        ("main blocks", [s.block_table for s in live], res.blocks),
-        ("drafter blocks", [s.draft_block_table for s in live], res.draft_blocks),
-    ):
-        held = [b for t in tables for b in t]
-        if len(set(held)) != len(held):
-            out.append(Mismatch(None, f"{name}: {what} held twice", "each block by one request", str(tables)))
-        if alloc.free_count() + len(held) != alloc.num_blocks:
-            out.append(
-                Mismatch(None, f"{name}: {what} leaked", f"{alloc.num_blocks} free or held",
-                         f"{alloc.free_count()} free + {len(held)} held")
-            )  # fmt: skip
-    for what, ids, pool in (
-        ("slots", [s.slot_idx for s in live], res.slots),
-        ("SSM slots", [s.ssm_slot for s in live if s.ssm_slot is not None], res.ssm_slots),
-    ):
-        if len(set(ids)) != len(ids) or set(ids) != pool.used_ids() or set(ids) & set(pool.free_ids()):
-            out.append(
-                Mismatch(None, f"{name}: {what} leaked or shared", f"held {sorted(ids)}",
-                         f"in use {sorted(pool.used_ids())}, free {pool.free_ids()}")
-            )  # fmt: skip
-    return out
-
-
-def check_solo(
-    done: Finished,
-    want: SoloResult,
-    hit_by_fault: bool,
-    fast: bool = False,
-    logprobs: Callable[[list[Any], list[Any]], bool] | None = None,
-) -> list[Mismatch]:
-    """A request finished by its own reason equals its solo decode (tokens, logprobs, reason). One
-    aborted, or finished by an error, holds a prefix of it; an error needs a fault that hit it.
-    Fast numerics: logprobs as `field_equal` holds them (`solo_rows` holds the rows)."""
-    sid = done.seq_id
-    got = (done.tokens, done.logprobs, done.finish_reason)
-    full = (want.tokens, want.logprobs, want.finish_reason)
-    if not done.aborted and result_equal(got, full, fast, logprobs):
-        return []  # a sampling failure ends the solo decode without a reason too
-    if done.finish_reason is not None:
-        if not result_equal(got, full, fast, logprobs):
-            return [Mismatch(sid, "result against its solo decode", short(want), short(done), ("B8", "B11"))]
-        return []
-    out = []
-    n = len(done.tokens)
-    if not result_equal((done.tokens, done.logprobs), (want.tokens[:n], want.logprobs[:n]), fast, logprobs):
-        out.append(Mismatch(sid, "partial result against its solo decode (a prefix)", short(want), short(done)))
-    if done.errored and not hit_by_fault:
-        out.append(Mismatch(sid, "finished by an error with no fault", "a finish reason", short(done), ("B3", "B9")))
-    return out
-
-
-def solo_rows(spec: Any, sid: int, solo: dict[int, torch.Tensor], trace: dict[int, Taken], name: str) -> list[Mismatch]:
-    """Fast numerics: the logits row each of an engine's token decisions for request `sid` was made
-    on, within the dtype's rounding of the solo decode's row at the same output position (the first
-    that is not)."""
-    rtol = rounding(spec.model.dtype, spec.model.numerics == "exact")
-    for pos in sorted(set(solo) & set(trace)):
-        r, m = solo[pos], trace[pos].row
-        if bool(differing(r, m, rtol).any()):
-            return [
-                Mismatch(
-                    sid,
-                    f"{name}: logits row of output position {pos} against the solo decode's (beyond rounding)",
-                    f"within {rtol:.3g} of the row's largest magnitude",
-                    f"largest difference {row_difference(r, m):.3g}",
-                    ("B1", "B2"),
-                )
-            ]
-    return []

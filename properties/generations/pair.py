@@ -37,13 +37,14 @@ from properties.checks.replay_oracle import replay_mismatches
 from properties.checks.replay_oracle import row_mismatches as boot_row_mismatches
 from properties.checks.world_state import Owners
 from properties.config import DEFAULT_REPLAYS
-from properties.faults import BAD_ROWS
+from properties.fault_kinds import BAD_ROWS
 from properties.generations.bootstraps import ImplBoot, RefRound, Settling, bootstrap_impl, settle_reference
-from properties.generations.checks import StepView, check_resources, compare_engines
+from properties.generations.checks import StepView, compare_engines
 from properties.generations.counts import PairStats
 from properties.generations.oracle import Taken, VerifyRows, bootstrap_trace, trace_of
 from properties.generations.oracle import row_mismatches as trace_row_mismatches
 from properties.generations.registered import OpenD1, d1_entries, d1_slots, d4_confidences
+from properties.generations.resources import check_resources
 from properties.generations.solo import SoloChecks
 from properties.generations.spec import Action, GenerationSpec, RequestSpec, Script
 from properties.impl import Impl
@@ -177,6 +178,7 @@ class EnginePair:
             return [Mismatch(None, "the reference engine raised", _error_text(e), "")]
         self.ref_engine = rnd.engine  # type: ignore[assignment]
         self.stats.tally.add(rnd.forced, rnd.decisions)
+        self.solo.add_own_draws(rnd.own_draws)
         self.stats.steps += 1
         self.stats.batched_bootstraps += boot.batched
         self._count_faults(boot)

@@ -12,7 +12,6 @@ from typing import Any
 import torch
 
 from properties.checks.mismatch import Mismatch
-from properties.generations.checks import check_solo, solo_rows
 from properties.generations.counts import PairStats
 from properties.generations.oracle import (
     Forced,
@@ -23,6 +22,7 @@ from properties.generations.oracle import (
     logprobs_differences,
     trace_of,
 )
+from properties.generations.solo_checks import check_solo, solo_rows
 from properties.generations.spec import GenerationSpec
 from properties.side_by_side import ForcedDecision
 from reference.decisions import Decision, DecisionKey, DecisionLog
@@ -50,6 +50,13 @@ class SoloChecks:
     trace_impl: dict[int, dict[int, Taken]] = field(default_factory=dict)
     trace_ref: dict[int, dict[int, Taken]] = field(default_factory=dict)
     cache: dict[Any, SoloResult] = field(default_factory=dict)
+    own: dict[int, dict[DecisionKey, int]] = field(default_factory=dict)  # own draws, by request
+
+    def add_own_draws(self, draws: list[ForcedDecision]) -> None:
+        """Remember the implementation's own draws (forced onto the loop engine): a request's solo
+        decode is forced onto them too."""
+        for f in draws:
+            self.own.setdefault(f.key.owner, {})[f.key] = f.impl_choice
 
     def solo_of(self, req: Request, ref: Engine, seq_id: int = 0) -> SoloResult:
         """The plain decoding of `req` alone (as the loop engine `ref` would sample it)."""
@@ -77,7 +84,7 @@ class SoloChecks:
         order), its rows by output position, and why a differing token was not explained."""
         req = ref.requests[sid]
         trace = self.trace_impl.get(sid, {})
-        forced: dict[DecisionKey, int] = {}
+        forced: dict[DecisionKey, int] = dict(self.own.get(sid, {}))
         for _ in range(len(done.tokens) + 1):
             log, rows = DecisionLog(forced=dict(forced), keep_scores=True), {}
             with LogCapture(), log:
@@ -93,6 +100,11 @@ class SoloChecks:
             forced[new[0].key] = new[0].impl_choice
             self.stats.tally.add([Forced("solo", self.stats.steps, new[0])], 0)
         return res, rows, []
+
+    def own_solo(self, sid: int, ref: Engine) -> SoloResult:
+        """The solo decode of request `sid` forced onto the implementation's own draws."""
+        with LogCapture(), DecisionLog(forced=dict(self.own[sid])):
+            return solo_decode(self.cfg, self.weights, ref.requests[sid], ref.sched, ref.verify_ctx, sid)
 
     def engines_logprobs(self, sid: int, ref: list[Any], impl: list[Any]) -> bool:
         """Whether the two engines' logprobs of request `sid` differ only where rounding explains."""
@@ -131,6 +143,8 @@ class SoloChecks:
                 out += [Mismatch(sid, what, "", why, ("B8",)) for why in refused]
                 for name, trace in (("implementation engine", self.trace_impl), ("loop engine", self.trace_ref)):
                     out += solo_rows(self.spec, sid, rows, trace.get(sid, {}), name)
+            elif sid in self.own:
+                want, rows = self.own_solo(sid, ref), {}
             else:
                 want, rows = self.solo_of(ref.requests[sid], ref, sid), {}
             for name, eng in (("loop engine", ref), ("implementation engine", impl)):

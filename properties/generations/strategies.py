@@ -12,8 +12,8 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
+from properties.fault_kinds import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.fault_plans import in_place_edits
-from properties.faults import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.generations.spec import GenerationSpec, RequestSpec
 from properties.specs import FaultSpec, ModelSpec, StepSpec
 

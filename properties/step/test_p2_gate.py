@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 
 from batched.dispatch import step_mtp_bootstrap
 from batched.gate import can_batch_bootstrap
-from properties.aimed_worlds import dispatch_specs, expected_gate, gate, gate_inputs
 from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
+from properties.gate_worlds import dispatch_specs, expected_gate, gate, gate_inputs
 from properties.harness import run_side_by_side
 from properties.impl import plain
 from properties.report import format_report

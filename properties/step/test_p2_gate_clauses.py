@@ -11,10 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batched.dispatch import step_mtp_bootstrap
-from properties.aimed_worlds import CLAUSES, corner_worlds, expected_gate, gate, passing_gate_inputs, violate
 from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
+from properties.gate_worlds import CLAUSES, corner_worlds, expected_gate, gate, passing_gate_inputs, violate
 from properties.harness import run_side_by_side
 from properties.impl import plain
 from properties.report import format_report

@@ -14,7 +14,7 @@ from properties.checks.compare import check_equivalence
 from properties.checks.differences import expected_confidences
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.faults import SeqFault
+from properties.fault_kinds import SeqFault
 from properties.harness import run_reference, run_side_by_side
 from properties.report import format_report
 from properties.specs import FaultSpec, WorldSpec

@@ -110,8 +110,11 @@ def _drafts(o: SeqOutcome) -> list[int]:
 
 
 def _decided_on_close_rows(a: torch.Tensor | None, b: torch.Tensor | None, rtol: float, what: str) -> None:
-    assert rtol > 0, f"{what} differ (exact numerics)"
+    assert rtol > 0, f"{what} differ (exact numerics): a sequence's token or draft depends on its company"
     assert a is not None and b is not None, f"{what} differ, and a row it was decided on was not captured"
+    # The same row, seed and position give the same draw, whatever the noise: a seeded request's
+    # token must not depend on its company.
+    assert not (a.shape == b.shape and bool(torch.equal(a, b))), f"{what} differ, decided on identical rows"
     assert not bool(differing(a, b, rtol).any()), (
         f"{what} differ, and the rows they were decided on differ beyond rounding ({row_difference(a, b):.3g})"
     )

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 
 from reference.capture import capture_draft_rows
 from reference.decisions import DecisionKey, decide
-from reference.errors import ModelError
+from reference.errors import ModelError, in_context
 from reference.model import runs
 from reference.model.checks import (
     check_decode,
@@ -35,12 +35,11 @@ from reference.model.checks import (
     check_propose,
     check_rank,
     check_slots,
-    check_snapshot,
     check_tokens,
 )
 from reference.model.config import ModelConfig
 from reference.model.drafter import draft_span_blocks, drafter_rows
-from reference.model.kernels import Numerics, argmax_rows, bits_equal, linear, rms_norm, softmax_confidence
+from reference.model.kernels import Numerics, argmax_rows, linear, rms_norm, softmax_confidence
 from reference.model.paged_kv import (
     PagedKv,
     RowMeta,
@@ -51,26 +50,17 @@ from reference.model.paged_kv import (
     row_sections,
 )
 from reference.model.ssm import SsmSlots, ssm_layer
+from reference.model.state import CacheState
 from reference.model.weights import Weights, build_weights, load_files, save_files
 from reference.state import SequenceState
 
 M = TypeVar("M", bound="TinyMtpModel")
 
 
-def _ctx(op: str, fn, *args: Any) -> Any:
-    """fn(*args) with any ModelError wrapped in the context `op`."""
-    try:
-        return fn(*args)
-    except ModelError as e:
-        raise e.context(op) from None
-
-
-class TinyMtpModel:
+class TinyMtpModel(CacheState):
     """The tiny hybrid model with an MTP drafter (see the module docstring)."""
 
-    def __init__(
-        self, cfg: ModelConfig, weights: Weights | None = None, env: Mapping[str, str] | None = None
-    ) -> None:
+    def __init__(self, cfg: ModelConfig, weights: Weights | None = None, env: Mapping[str, str] | None = None) -> None:
         """Build caches and scratch for `cfg`; weights from `cfg.seed` unless given (shared, never
         written). The propose-meta stride is resolved here, from `env` when one is given: by default
         the model reads no environment, so a world is built from its spec alone."""
@@ -81,12 +71,8 @@ class TinyMtpModel:
         self.weights = build_weights(cfg) if weights is None else weights
         self.meta_stride = cfg.resolved_meta_stride({} if env is None else env)
         dt, dev, h = cfg.torch_dtype, self.device, cfg.hidden
-        self.kv = PagedKv.zeros(
-            cfg.n_attn_layers, cfg.num_blocks, cfg.block_size, cfg.n_heads, cfg.head_dim, dt, dev
-        )
-        self.draft_kv = PagedKv.zeros(
-            1, cfg.num_draft_blocks, cfg.block_size, cfg.n_heads, cfg.head_dim, dt, dev
-        )
+        self.kv = PagedKv.zeros(cfg.n_attn_layers, cfg.num_blocks, cfg.block_size, cfg.n_heads, cfg.head_dim, dt, dev)
+        self.draft_kv = PagedKv.zeros(1, cfg.num_draft_blocks, cfg.block_size, cfg.n_heads, cfg.head_dim, dt, dev)
         self.ssm = SsmSlots.zeros(cfg.num_ssm_slots, cfg.num_slots, cfg.ssm_state, dt, dev)
         self.hidden_states = torch.zeros(cfg.max_batch_rows, h, dtype=dt, device=dev)
         self.stash = torch.zeros(cfg.stash_capacity, h, dtype=dt, device=dev) if cfg.stash_capacity else None
@@ -112,7 +98,7 @@ class TinyMtpModel:
     def decode(self, token: int, seq: SequenceState, rank: int = 0) -> torch.Tensor:
         """Run `token` at position `seq.seq_len` (see `reference.model.protocol.Model.decode`).
         Needs seq_len < max_seq_len and a block table covering seq_len. Returns logits [vocab]."""
-        _ctx("decode", self._check_decode, token, seq, rank)
+        in_context("decode", self._check_decode, token, seq, rank)
         cfg = self.cfg
         span = cfg.main_blocks_per_seq if self.nm.exact else -(-(seq.seq_len + 1) // cfg.block_size)
         views = pack_sections(
@@ -127,7 +113,7 @@ class TinyMtpModel:
 
     def save_hidden_for_mtp(self, seq: SequenceState, rank: int = 0) -> None:
         """Copy row 0 of `hidden_states` (the last decode's) into the drafter input buffer."""
-        _ctx("save_hidden_for_mtp", self._check_seq_rank, seq, rank)
+        in_context("save_hidden_for_mtp", self._check_seq_rank, seq, rank)
         self.mtp_hidden_in.copy_(self.hidden_states[0])
 
     def run_mtp_propose_multi(
@@ -144,15 +130,13 @@ class TinyMtpModel:
         restricts the first draft; its confidence is then the probability under the masked logits.
         k = 0 returns [] and reads nothing. A non-finite input hidden state is a ModelError."""
         op = "run_mtp_propose_multi"
-        _ctx(op, self._check_propose_multi, token, position, k, seq, rank, mask)
+        in_context(op, self._check_propose_multi, token, position, k, seq, rank, mask)
         if k == 0:
             if conf_out is not None:
                 conf_out.clear()
             return []
         if not bool(torch.isfinite(self.mtp_hidden_in).all()):
-            raise ModelError("drafter input is not finite (the drafter input buffer holds NaN/inf)").context(
-                op
-            )
+            raise ModelError("drafter input is not finite (the drafter input buffer holds NaN/inf)").context(op)
         cfg = self.cfg
         span = draft_span_blocks(cfg, self.nm.exact, [position + k - 1])
         hidden = self.mtp_hidden_in[None].clone()  # [1, H]
@@ -183,107 +167,26 @@ class TinyMtpModel:
 
     def start_checkpoint_async(self, seq: SequenceState) -> None:
         """Copy the SSM slot's state into its checkpoint; record seq_len as the checkpoint position."""
-        _ctx("start_checkpoint_async", check_slots, self.cfg, seq)
+        in_context("start_checkpoint_async", check_slots, self.cfg, seq)
         self.ssm.checkpoint(seq)
 
     # Beyond the protocol: state handling for tests and world builders -------------------------
 
     def restore_checkpoint(self, seq: SequenceState) -> None:
         """Roll the sequence back to its checkpoint: SSM state and seq_len (KV past it is stale)."""
-        _ctx("restore_checkpoint", check_slots, self.cfg, seq)
-        _ctx("restore_checkpoint", self.ssm.restore, seq)
+        in_context("restore_checkpoint", check_slots, self.cfg, seq)
+        in_context("restore_checkpoint", self.ssm.restore, seq)
 
-    def prefill(
-        self, seq: SequenceState, tokens: list[int], prev_hidden: torch.Tensor | None = None
-    ) -> torch.Tensor:
+    def prefill(self, seq: SequenceState, tokens: list[int], prev_hidden: torch.Tensor | None = None) -> torch.Tensor:
         """Run `tokens` at positions seq_len.. through the main model and the drafter (see
         `reference.model.runs.prefill`). Returns the hidden states [T, H]."""
-        _ctx("prefill", check_prefill, self.cfg, seq, tokens, prev_hidden)
+        in_context("prefill", check_prefill, self.cfg, seq, tokens, prev_hidden)
         return runs.prefill(self, seq, tokens, prev_hidden)
 
     def forward_full(self, tokens: list[int]) -> torch.Tensor:
         """Logits [T, vocab] of `tokens` from scratch (see `reference.model.runs.forward_full`)."""
-        _ctx("forward_full", check_tokens, self.cfg, tokens, len(tokens))
+        in_context("forward_full", check_tokens, self.cfg, tokens, len(tokens))
         return runs.forward_full(self, tokens)
-
-    def randomize_caches(self, gen: torch.Generator) -> None:
-        """Fill main and drafter KV, SSM states and checkpoint states with N(0, 1) values from `gen`."""
-        self.kv.randomize_(gen)
-        self.draft_kv.randomize_(gen)
-        self.ssm.randomize_(gen)
-
-    def poison_scratch(self) -> None:
-        """Fill hidden_states, the stash and the drafter input with NaN."""
-        for t in (self.hidden_states, self.stash, self.mtp_hidden_in):
-            if t is not None:
-                t.fill_(float("nan"))
-
-    def clone(self: M) -> M:
-        """An independent copy of caches, checkpoints and scratch that shares the (immutable) weights."""
-        new = object.__new__(type(self))
-        new.cfg, new.device, new.nm, new.weights = self.cfg, self.device, self.nm, self.weights
-        new.meta_stride = self.meta_stride
-        new.kv, new.draft_kv, new.ssm = self.kv.clone(), self.draft_kv.clone(), self.ssm.clone()
-        new.hidden_states = self.hidden_states.clone()
-        new.stash = None if self.stash is None else self.stash.clone()
-        new.mtp_hidden_in = self.mtp_hidden_in.clone()
-        return new
-
-    def copy_state_from(self, other: TinyMtpModel) -> None:
-        """Overwrite this model's caches, checkpoints and scratch with `other`'s, bit for bit, from
-        any device: a model of the same configuration on another device then holds the same world.
-        A ValueError names the first buffer whose shape or dtype differs (nothing is written then)."""
-        pairs = list(zip(self._state(), other._state(), strict=True))
-        for (name, mine), (_, theirs) in pairs:
-            if (mine is None) != (theirs is None) or (
-                mine is not None and (mine.shape != theirs.shape or mine.dtype != theirs.dtype)
-            ):
-                raise ValueError(f"copy_state_from: {name} differs in shape or dtype between the two models")
-        for (_, mine), (_, theirs) in pairs:
-            if mine is not None:
-                mine.copy_(theirs)
-        self.ssm.ckpt_pos = list(other.ssm.ckpt_pos)
-
-    def _state(self) -> list[tuple[str, torch.Tensor | None]]:
-        return [
-            ("kv.k", self.kv.k),
-            ("kv.v", self.kv.v),
-            ("draft_kv.k", self.draft_kv.k),
-            ("draft_kv.v", self.draft_kv.v),
-            ("ssm.state", self.ssm.state),
-            ("ssm.ckpt", self.ssm.ckpt),
-            ("hidden_states", self.hidden_states),
-            ("stash", self.stash),
-            ("mtp_hidden_in", self.mtp_hidden_in),
-        ]
-
-    def snapshot(self, seq: SequenceState) -> dict[str, Any]:
-        """The model's logical state of one sequence, as CPU copies: kv_k/kv_v [layers, seq_len, Hh, D]
-        (positions < seq_len), ssm_state and ckpt_state [S] (only with an SSM slot), ckpt_pos, and
-        draft_kv_k/draft_kv_v [positions the drafter block table covers, Hh, D]."""
-        cfg = self.cfg
-        _ctx("snapshot", check_snapshot, cfg, seq)
-        n_main = min(seq.seq_len, len(seq.block_table) * cfg.block_size)
-        n_draft = min(len(seq.draft_block_table) * cfg.block_size, cfg.draft_span)
-        k, v = self.kv.rows(seq.block_table, n_main)
-        dk, dv = self.draft_kv.rows(seq.draft_block_table, n_draft)
-        out: dict[str, Any] = {
-            "kv_k": k.cpu(),
-            "kv_v": v.cpu(),
-            "ckpt_pos": self.ssm.ckpt_pos[seq.slot_idx],
-            "draft_kv_k": dk[0].cpu(),
-            "draft_kv_v": dv[0].cpu(),
-        }
-        if seq.ssm_slot is not None:
-            out["ssm_state"] = self.ssm.state[seq.ssm_slot].cpu().clone()
-            out["ckpt_state"] = self.ssm.ckpt[seq.ssm_slot].cpu().clone()
-        return out
-
-    def diff_state(self, other: TinyMtpModel) -> list[str]:
-        """Names of the buffers (caches, checkpoints, scratch) whose bits differ from `other`'s."""
-        mine, theirs = self._buffers(), other._buffers()
-        out = [name for name in mine if not bits_equal(mine[name], theirs[name])]
-        return out + (["ckpt_pos"] if self.ssm.ckpt_pos != other.ssm.ckpt_pos else [])
 
     def save_model(self, directory: str | Path) -> None:
         """Write `config.json` and `model.safetensors` (weights only) into `directory`."""
@@ -294,7 +197,7 @@ class TinyMtpModel:
         pass): their KV written, the SSM slot advanced past the last one, seq_len advanced by
         len(tokens), their hidden states in rows 0..T-1 of `hidden_states`. Bit-equal in exact
         numerics to decoding the tokens one at a time. Returns logits [T, vocab]."""
-        _ctx("decode_run", check_decode_run, self.cfg, seq, tokens)
+        in_context("decode_run", check_decode_run, self.cfg, seq, tokens)
         hidden, logits = runs.decode_run(self, seq, tokens)
         self.hidden_states[: len(tokens)].copy_(hidden)
         return logits
@@ -316,19 +219,6 @@ class TinyMtpModel:
             x = block_forward(self.nm, layer, cfg.rms_eps, x, cfg.n_heads, paged_attend(self.kv, i, meta))
         x, h_new = ssm_layer(self.nm, self.weights.ssm, cfg.rms_eps, x, h)
         return x, self.head(x), h_new
-
-    def _buffers(self) -> dict[str, torch.Tensor | None]:
-        return {
-            "kv.k": self.kv.k,
-            "kv.v": self.kv.v,
-            "draft_kv.k": self.draft_kv.k,
-            "draft_kv.v": self.draft_kv.v,
-            "ssm.state": self.ssm.state,
-            "ssm.ckpt": self.ssm.ckpt,
-            "hidden_states": self.hidden_states,
-            "stash": self.stash,
-            "mtp_hidden_in": self.mtp_hidden_in,
-        }
 
     def _check_decode(self, token: int, seq: SequenceState, rank: int) -> None:
         check_rank(rank)

@@ -1,0 +1,70 @@
+"""Seed invariance of the row sampler: a seeded request's token does not depend on its batch. Alone,
+at another row, beside other requests, in a batch of another size: the same token, exactly.
+
+The implementation's own row sampler (`Impl.sampler`) when its noise is its own; for coupled noise
+the reference's sampler (`properties.sampling.draws.reference_row_sampler`), whose noise is a pure
+function of (seed, position, token id), so the property holds it to its own claim. The step's tokens
+are held to the same claim by P6 (`properties/step/test_p6_metamorphic.py`), each variant checked
+against the reference first.
+"""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from properties.config import RunConfig
+from properties.sampling.draws import reference_row_sampler
+from properties.strategies import world_specs
+from properties.world import build_world
+from reference.row_request import RowRequest, RowSampler, request_for
+from reference.sampling import SamplingError
+
+
+def sampler_of(run: RunConfig) -> RowSampler:
+    return run.impl.sampler or reference_row_sampler
+
+
+def rows_for(world_seed: int, m: int, vocab: int, device: str) -> torch.Tensor:
+    """[m, V] logits on a grid of 1/4 (exact ties within and across rows), some rows repeated."""
+    g = torch.Generator().manual_seed(world_seed)
+    rows = torch.round(torch.randn(m, vocab, generator=g, dtype=torch.float64) * 8) / 4
+    if m > 1:
+        rows[m - 1] = rows[0]  # two requests on one row: their tokens may differ only by their seeds
+    return rows.to(torch.float32).to(device)
+
+
+def tokens(sampler: RowSampler, rows: torch.Tensor, reqs: list[RowRequest]) -> list[int | str]:
+    """Each row's token, or its refusal's text (refusals must be batch-invariant too)."""
+    return [str(t) if isinstance(t, SamplingError) else int(t) for t in sampler(rows, reqs)]
+
+
+@given(data=st.data())
+def test_a_seeded_token_does_not_depend_on_its_batch(run: RunConfig, data: st.DataObject) -> None:
+    spec = data.draw(world_specs(run, min_n=2), label="spec")
+    world = build_world(spec, spec.model.ref_device)
+    floor, sampling = world.sched.watchdog.min_reasoning_floor, world.verify_ctx.sampling
+    reqs = [request_for(a, floor, sampling) for a in world.active]
+    rows = rows_for(
+        data.draw(st.integers(0, 2**31 - 1), label="rows seed"),
+        len(reqs),
+        world.model.cfg.vocab_size,
+        spec.model.device,
+    )
+    sampler = sampler_of(run)
+    batch = tokens(sampler, rows, reqs)
+    order = data.draw(st.permutations(range(len(reqs))), label="order")
+    extra = data.draw(st.integers(1, len(reqs)), label="extra rows")
+    for i, req in enumerate(reqs):
+        alone = tokens(sampler, rows[i : i + 1], [req])[0]
+        assert alone == batch[i], (
+            f"request {i} (seed {req.seed}, position {req.position}): {batch[i]} in the batch, {alone} alone"
+        )
+    moved = tokens(sampler, rows[list(order)], [reqs[j] for j in order])
+    for new, old in enumerate(order):
+        assert moved[new] == batch[old], (
+            f"request {old} (seed {reqs[old].seed}): {batch[old]} at row {old}, {moved[new]} at row {new} ({order})"
+        )
+    grown = tokens(sampler, torch.cat([rows[-extra:], rows]), reqs[-extra:] + reqs)
+    assert grown[extra:] == batch, f"a batch grown by {extra} rows in front: {grown[extra:]} instead of {batch}"
