@@ -96,7 +96,8 @@ def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, flo
         return
     best = scores.topk(min(finite, NOISE_CANDIDATES))
     seeds = [a.sampling_seed + i * SEED_STRIDE for i in range(SEED_CANDIDATES)]
-    keys = torch.tensor([noise_keys(seed, position) for seed in seeds], dtype=torch.int64).T[:, :, None]
+    keys = torch.tensor([noise_keys(seed, position) for seed in seeds], dtype=torch.int64, device=best.indices.device)
+    keys = keys.T[:, :, None]
     noisy = best.values + gumbel_of(keyed_bits(tuple(keys), best.indices))  # [seeds, candidates]
     top2 = noisy.topk(2, dim=-1).values
     a.sampling_seed = seeds[int(torch.argmin(top2[:, 0] - top2[:, 1]))]

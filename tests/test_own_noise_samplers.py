@@ -1,8 +1,6 @@
-"""The samplers with their own randomness (`batched.vector.own_noise`, `batched.flashinfer_sampler`)
-against the reference's exact distribution (`reference.row_request`): every draw inside its support,
-greedy rows the argmax, the reference's refusals, frequencies near the distribution, the per-request
-generators' tokens independent of the batch (and the one-generator sampler's not), and the step's
-tokens those of its row sampler."""
+"""The own-noise samplers (`batched.vector.own_noise`, `batched.flashinfer_sampler`) against
+`reference.row_request`: draws inside the support, greedy argmax, the reference's refusals, near
+frequencies, per-request generators batch-invariant (one generator not), the step's tokens its sampler's."""
 
 from __future__ import annotations
 
