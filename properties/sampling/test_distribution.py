@@ -74,7 +74,13 @@ class Case:
 
 
 def run_case(case: Case, sampler: RowSampler, row: SampledRow) -> tuple[GofResult | None, str]:
-    """The oracle on `row` (the case's), and the sampler's refusal if it refused a copy ("" if not)."""
+    """The oracle on `row` (the case's), and what the sampler did wrong besides ("" if nothing): it
+    refused a row the reference samples, or did not refuse, as the reference does, a row it refuses."""
+    if row.refusal is not None:
+        got = sampler(row.row[None], [row.req])[0]
+        if isinstance(got, SamplingError) and str(got) == row.refusal:
+            return None, ""
+        return None, f"the reference refuses the row ({row.refusal}); the sampler gave {got!r}"
     try:
         return check_row(sampler, row.row, row.req, case.draws, case.seed_base), ""
     except SamplingError as e:
@@ -104,7 +110,7 @@ def test_sampled_tokens_follow_the_reference_distribution(run: RunConfig, data: 
     sampler, what = sampler_of(impl)
     case = Case(row.spec, row.index, DRAWS, seed_base, row_alpha(settings.default.max_examples))
     result, refusal = run_case(case, sampler, row)
-    if result is None or not result.passed(case.alpha):
+    if refusal or (result is not None and not result.passed(case.alpha)):
         path = save_json(case.to_json(), run.replays, prefix="distribution-")
         raise AssertionError(report(case, row, what, result, refusal, replay_command(path, impl.name, MODULE)))
 
@@ -127,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sampler, what = sampler_of(load(args.impl))
     result, refusal = run_case(case, sampler, row)
-    if result is not None and result.passed(case.alpha):
-        print(f"replay: no alarm ({result.describe()})")
+    if not refusal and (result is None or result.passed(case.alpha)):
+        print(f"replay: no alarm ({result.describe() if result is not None else 'the row refused alike'})")
         return 0
     print(report(case, row, what, result, refusal, replay_command(args.case, args.impl, MODULE)))
     return 1
