@@ -47,14 +47,16 @@ def suite_tests(root: Path, suite_dir: str = SUITE_DIR) -> list[SuiteTest]:
 
 
 def ordered_nodeids(tests: list[SuiteTest], ids: tuple[str, ...], last_killer: str | None = None) -> list[str]:
-    """All node ids: `last_killer` first when it is still a test of the suite, then those covering
-    the most of `ids` (ties keep suite order), then the rest in suite order. Each test appears once."""
+    """All node ids: the test of `last_killer` first when it is still a test of the suite (the whole
+    function of a parametrized case: pytest merges a case given before its function into the
+    function, in the function's place), then those covering the most of `ids` (ties keep suite
+    order), then the rest in suite order. Each test appears once."""
     wanted = set(ids)
     hits = [(len(t.ids & wanted), i, t.nodeid) for i, t in enumerate(tests) if t.ids & wanted]
     first = [nodeid for _, _, nodeid in sorted(hits, key=lambda h: (-h[0], h[1]))]
-    if last_killer is not None and any(t.nodeid == last_killer for t in tests):
-        first = [last_killer] + [n for n in first if n != last_killer]
-    return first + [t.nodeid for t in tests if t.nodeid not in first]
+    order = first + [t.nodeid for t in tests if t.nodeid not in first]
+    killer = None if last_killer is None else last_killer.partition("[")[0]
+    return [killer] + [n for n in order if n != killer] if killer in order else order
 
 
 def memo_key(mode_key: str) -> str:

@@ -26,7 +26,7 @@ ENV_PREFIX = "MTP_VERIFY_"
 NUMERICS = ("exact", "fast")
 DTYPES = ("float64", "float32", "bfloat16")
 REFERENCE_DEVICES = ("same", "cpu")  # where the reference step runs
-# Model sizes: `small` is the suite's test model (hidden 32, vocabulary 512 or 600); `serving` has a
+# Model sizes: `small` is the suite's test model (hidden 32, vocabulary 512 or 601); `serving` has a
 # serving model's width and vocabulary (hidden 1024 in 8 heads, the 129280 ids of an MTP model's
 # tokenizer: ids past 32767 and 65535, which 16-bit packing gets wrong), for GPU runs.
 MODEL_SIZES: dict[str, tuple[int, int, int] | None] = {"small": None, "serving": (1024, 8, 129280)}

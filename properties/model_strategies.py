@@ -13,7 +13,7 @@ from properties.draws import dtypes, ints, slots_for
 from properties.specs import ModelSpec
 
 BLOCK_SIZES = st.sampled_from((16, 8, 4))
-VOCAB_SIZES = st.sampled_from((512, 600))
+VOCAB_SIZES = st.sampled_from((512, 601))  # 601: rows off 16-byte and 32-bit-word boundaries
 MAX_SEQ_LENS = st.sampled_from((64, 32, 128))
 # A cap of 2 makes two groups out of four batchable rows (B16 chunking), so it is drawn most.
 GROUP_CAPS = st.sampled_from((2, 4, 2, 3, 2, 2, 8))

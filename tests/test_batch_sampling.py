@@ -117,7 +117,7 @@ def row_cases(draw: st.DrawFn, vocab: int, row: torch.Tensor) -> RowCase:
 @st.composite
 def batches(draw: st.DrawFn) -> tuple[torch.Tensor, list[RowCase], SamplingConfig]:
     """Logits [m, V] (float64 or float32), one case per row, and the sampling config."""
-    vocab = draw(st.sampled_from((512, 600)))
+    vocab = draw(st.sampled_from((512, 600, 509, 1021)))  # odd widths: rows off 16-byte boundaries
     m = draw(st.integers(1, 6))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
     rows = [
@@ -225,7 +225,7 @@ def test_sampled_rows_of_one_batch_differ_only_by_their_own_parameters() -> None
 
 @st.composite
 def logprob_batches(draw: st.DrawFn) -> tuple[torch.Tensor, list[int], list[int]]:
-    vocab = draw(st.sampled_from((512, 600)))
+    vocab = draw(st.sampled_from((512, 600, 509, 1021)))  # odd widths: rows off 16-byte boundaries
     m = draw(st.integers(1, 5))
     gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
     rows = [make_row(draw(st.sampled_from(ROW_KINDS)), vocab, gen, 4.0) for _ in range(m)]

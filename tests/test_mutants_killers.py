@@ -21,6 +21,13 @@ def test_the_last_killer_runs_first_then_the_covering_tests_then_the_rest() -> N
     assert ordered_nodeids(TESTS, ("B2",), "b.py::test_b") == ["b.py::test_b", "a.py::test_a", "c.py::test_c"]
 
 
+def test_a_parametrized_last_killer_brings_its_whole_test_first() -> None:
+    """A case of a parametrized test (a promoted regression, say) kills before any longer test runs."""
+    order = ordered_nodeids(TESTS, ("B2",), "c.py::test_c[regression-7]")
+    assert order == ["c.py::test_c", "b.py::test_b", "a.py::test_a"]
+    assert ordered_nodeids(TESTS, ("B2",), "gone.py::test_gone[x]") == ordered_nodeids(TESTS, ("B2",))
+
+
 def test_a_last_killer_the_suite_no_longer_has_is_ignored() -> None:
     assert ordered_nodeids(TESTS, ("B2",), "gone.py::test_gone") == ordered_nodeids(TESTS, ("B2",))
 

@@ -5,7 +5,9 @@ environment, the logger, the model object it was given."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +33,10 @@ def then(change: Callable[[Any], None]) -> Callable[..., None]:
         change(model)
 
     return step
+
+
+def bind_a_module(_: Any) -> None:
+    literal.helpers = dataclasses  # type: ignore[attr-defined]  # a module, not batched.step's submodule
 
 
 def set_module_global(_: Any) -> None:
@@ -63,6 +69,7 @@ def quiet_logger(_: Any) -> None:
 
 CHANGES = {
     "module batched.step global FIRST_ERROR_SEEN": set_module_global,
+    "module batched.step global helpers": bind_a_module,
     "module batched.step global _SEEN": grow_module_list,
     "cached_cap": set_class_attribute,
     "weight final_norm": write_weights,
@@ -77,7 +84,7 @@ def undo() -> Any:
     """Put back what the changes below change, so that no other test sees them."""
     env, rng, cls = dict(os.environ), torch.get_rng_state(), type(base_model(SPEC.model))
     yield
-    for name in ("FIRST_ERROR_SEEN", "_SEEN"):
+    for name in ("FIRST_ERROR_SEEN", "_SEEN", "helpers"):
         literal.__dict__.pop(name, None)
     if "cached_cap" in vars(cls):
         delattr(cls, "cached_cap")
@@ -111,3 +118,16 @@ def test_a_frozen_configuration_and_the_model_given_refuse_writes() -> None:
 def test_a_step_that_changes_nothing_outside_passes() -> None:
     sbs = run_side_by_side(SPEC, plain(step_mtp_bootstrap_batched))
     assert sbs.outside == [] and sbs.impl.error is None
+
+
+def test_a_submodule_imported_during_the_step_is_not_a_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The import system binds a submodule in its package: a step that imports code lazily changes
+    no state of its own (a kernel compiled on first use, an optional sampler)."""
+    import batched
+
+    name = "batched.flashinfer_sampler"
+    importlib.import_module(name)
+    monkeypatch.delitem(sys.modules, name)  # put back, with the package's binding, after the test
+    monkeypatch.delattr(batched, "flashinfer_sampler")
+    sbs = run_side_by_side(SPEC, plain(then(lambda _: importlib.import_module(name))))
+    assert sbs.outside == [] and sbs.impl.error is None and name in sys.modules

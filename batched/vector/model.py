@@ -27,7 +27,7 @@ argmax, whose tokens are then known on the device before the call returns.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,9 +36,9 @@ import torch
 from batched.batched_model import BatchedMtpModel
 from batched.vector import noise
 from batched.vector.attention import paged_read, warm
-from batched.vector.checks import block_ids_in, decode_batch_ok, ints_in, propose_batch_ok, slots_ok
-from batched.vector.passes import Read, decode_padded, launch_propose, propose_padded
-from batched.vector.propose_ahead import Ahead, kv_versions, matches, row_inputs, side_stream, stashed, take, undo
+from batched.vector.checks import decode_batch_ok, ints_in, propose_batch_ok
+from batched.vector.passes import Read, decode_padded, propose_padded
+from batched.vector.propose_ahead import Ahead, launch_ahead, matches, stashed, take, undo
 from batched.vector.static_passes import HostCopy, PassCache, padded, row_bucket
 from batched.vector.table_mirror import TableMirror
 from batched.vector.triton_device import available
@@ -112,6 +112,12 @@ class VectorMtpModel(BatchedMtpModel):
         if self._passes is None:
             self._passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
         return self._passes
+
+    def ahead_passes(self) -> PassCache:
+        """The cache of the passes launched ahead (a memory pool of their own on CUDA)."""
+        if self._ahead_passes is None:
+            self._ahead_passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
+        return self._ahead_passes
 
     def main_tables(self) -> TableMirror:
         """The main block tables of every slot on the device (`batched.vector.table_mirror`)."""
@@ -264,37 +270,7 @@ class VectorMtpModel(BatchedMtpModel):
         when the call's checks, run while the pass runs, would refuse them. A propose launched
         earlier and not taken is undone first."""
         self.settle_ahead()
-        n, cfg = len(seqs), self.cfg
-        if not self.ahead or not 2 <= n <= min(cfg.max_batch_rows, cfg.stash_capacity) or not ints_in([k], 1):
-            return
-        if tokens.shape != (n,) or tokens.dtype != torch.int64 or tokens.device != self.hidden_states.device:
-            return  # the device compared with the buffers': cuda:0 where self.device may say cuda
-        positions, rows = [s.seq_len for s in seqs], list(range(n))
-        # What the pass needs to stay inside its buffers: positions whose drafts fit the drafter's span
-        # (so every gather and length is inside a row's table), slots in range, and valid block ids in
-        # every table the mirror is to write. The call's checks proper run once the pass is queued.
-        if not (ints_in(positions, 0) and max(positions) + k - 1 < cfg.draft_span and slots_ok(cfg, seqs)):
-            return
-        mirror = self.draft_tables()
-        tables = [s.draft_block_table for s in seqs]
-        fresh = [tables[j] for j in mirror.changed([s.slot_idx for s in seqs], tables)]
-        if not block_ids_in(fresh, cfg.num_draft_blocks):
-            return
-        if self._ahead_passes is None:
-            self._ahead_passes = PassCache(self.device, self.graph_after, prepare=self._warm_kernels)
-        stream = side_stream(self.device)
-        hidden_version = self.hidden_states._version
-        if stream is not None:  # after everything queued so far: the decode's rows, the passes that made the tokens
-            stream.wait_stream(torch.cuda.current_stream(self.hidden_states.device))
-        cache, read = self._ahead_passes, self.attention_read()
-        with nullcontext() if stream is None else torch.cuda.stream(stream):
-            launch = launch_propose(self, cache, mirror, [0] * n, positions, rows, k, seqs, with_conf, read, tokens)
-            host = HostCopy.of(launch.out[:, :n])
-        a = Ahead(launch, row_inputs(seqs), positions, hidden_version, kv_versions(self), host, tokens, stream)
-        if propose_batch_ok(cfg, self.stash, self.meta_stride, [0] * n, positions, rows, k, seqs, 0):
-            self._ahead = a
-        else:
-            undo(a, self)
+        self._ahead = launch_ahead(self, tokens, seqs, k, with_conf)
 
     def settle_ahead(self) -> None:
         """Undo the propose launched ahead if it is still pending (nothing otherwise); drop a plan."""

@@ -68,9 +68,15 @@ def snapshot(models: Sequence[Any], packages: Sequence[str]) -> Outside:
             out.modules[name] = {
                 k: ("id", id(v)) if _imported(v, name) else _fingerprint(v, watched, memo, 0, frozenset())
                 for k, v in list(vars(module).items())
-                if not (k.startswith("__") and k.endswith("__"))  # the import system's, not the module's
+                if not (k.startswith("__") and k.endswith("__")) and not _own_submodule(name, k, v)
             }
     return out
+
+
+def _own_submodule(module: str, name: str, v: Any) -> bool:
+    """Whether global `name` of `module` is the binding the import system makes for its submodule
+    `module.name` (a step may import code lazily); like the dunder names, not the module's state."""
+    return isinstance(v, types.ModuleType) and v.__name__ == f"{module}.{name}"
 
 
 def _imported(v: Any, module: str) -> bool:
