@@ -42,10 +42,10 @@ TIMED = _of(
 )  # fmt: skip
 MARKED = _of(
     (VectorMtpModel, "_check_decode_batch", "propose_ahead", "_check_propose_batched"),
-    (vector_model, "decode_padded", "propose_batch_ok", "launch_propose", "take"),
+    (vector_model, "decode_padded", "propose_batch_ok", "take"),
     (vector_step, "sample_all", "row_classes", "emit_rows", "stash_all", "checkpoint_rows"),
     (vector_sample, "sample_pass", "device_tokens", "batched_argmax", "read_together"),
-    (propose_ahead, "finish_propose"),
+    (propose_ahead, "propose_batch_ok", "launch_propose", "finish_propose"),
 )  # fmt: skip
 
 

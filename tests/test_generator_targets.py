@@ -99,11 +99,6 @@ MIN_WIDE = {
 }
 
 
-def draw_sample(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
-    """`count` values of `strategy`, the same list in every run (`properties.fixed_sample`)."""
-    return fixed_sample(strategy, count)
-
-
 @st.composite
 def p4_specs(draw: st.DrawFn) -> WorldSpec:
     """What `properties/step/test_p4_faults.py` checks: its world, or the extra plan when it has none."""
@@ -159,7 +154,7 @@ def measure() -> Measured:
     out, impl = Measured(), load()
     v = out.values
 
-    p1 = draw_sample(world_specs(RUN), P1_SAMPLE)
+    p1 = fixed_sample(world_specs(RUN), P1_SAMPLE)
     rows = [s.seqs[i] for s in p1 for i in s.bootstrap]
     sampled = [r for r in rows if r.temperature > 0]
     v["bootstrap >= 2 rows"] = fraction(sum(len(s.bootstrap) >= 2 for s in p1), len(p1))
@@ -195,19 +190,19 @@ def measure() -> Measured:
     v["two groups or more"] = fraction(two, len(p1))
     v["grammar rows ended by the grammar"] = fraction(grammar_ended, grammar_rows)
     v["decode rows with their best two logits tied"] = fraction(tied, boot_rows)
-    wide = draw_sample(wide_world_specs(RUN), WIDE_SAMPLE)
+    wide = fixed_sample(wide_world_specs(RUN), WIDE_SAMPLE)
     for name, hit in wide_reach().items():
         v[f"wide: {name}"] = fraction(sum(hit(s) for s in wide), len(wide))
     worlds = [build_world(s) for s in p1[:50]]
     seqs = [a for w in worlds for a in w.active]
     v["sequences without a tool-call-end token"] = fraction(sum(a.tool_call_end_token is None for a in seqs), len(seqs))
 
-    dispatch = draw_sample(dispatch_specs(RUN), DISPATCH_SAMPLE)
+    dispatch = fixed_sample(dispatch_specs(RUN), DISPATCH_SAMPLE)
     v["DFlash drafter (dispatch specs)"] = fraction(
         sum(s.model.dflash_gamma is not None for s in dispatch), len(dispatch)
     )
 
-    p4 = draw_sample(p4_specs(), P4_SAMPLE)
+    p4 = fixed_sample(p4_specs(), P4_SAMPLE)
     hits = 0
     for spec in p4:
         out.planned |= {(f.op, f.call) for f in spec.faults}
@@ -275,7 +270,7 @@ def test_generator_meets_target(measured: Measured, name: str, threshold: float)
 def test_every_fault_call_is_planned() -> None:
     """The fault strategy itself, for a mix of 8 rows in groups of 2, plans every (operation, call
     index) in a sample of 300 plans."""
-    planned = {(f.op, f.call) for plan in draw_sample(fault_specs(rows=8, group_cap=2), 300) for f in plan}
+    planned = {(f.op, f.call) for plan in fixed_sample(fault_specs(rows=8, group_cap=2), 300) for f in plan}
     assert every_call() <= planned, f"never planned: {sorted(every_call() - planned)}"
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -37,24 +36,14 @@ from batched.batched_model import BatchedMtpModel
 from batched.vector import noise
 from batched.vector.attention import paged_read, warm
 from batched.vector.checks import decode_batch_ok, ints_in, propose_batch_ok
-from batched.vector.passes import Read, decode_padded, propose_padded
+from batched.vector.passes import Read, Verdicts, copy_checkpoints, decode_padded, propose_padded
 from batched.vector.propose_ahead import Ahead, launch_ahead, matches, stashed, take, undo
-from batched.vector.static_passes import HostCopy, PassCache, padded, row_bucket
+from batched.vector.static_passes import PassCache
 from batched.vector.table_mirror import TableMirror
 from batched.vector.triton_device import available
 from reference.errors import ModelError
 from reference.model.checks import check_slots
 from reference.state import SequenceState
-
-
-@dataclass(slots=True)
-class Verdicts:
-    """The `argmax_verdicts` a decode computed in its pass, for the logits it returned at `version`."""
-
-    logits: torch.Tensor
-    version: int
-    host: HostCopy
-    ids: torch.Tensor  # [n] int64 on the device: the argmax row of the verdicts, a tensor of its own
 
 
 class VectorMtpModel(BatchedMtpModel):
@@ -293,12 +282,8 @@ class VectorMtpModel(BatchedMtpModel):
             yield
         finally:
             slots, self._pending = self._pending, None
-            if slots:  # padded by repeating the first slot: its copy lands twice, the same bits
-                rows = row_bucket(len(slots))
-                p = self.pass_cache().get(("checkpoint", rows), [rows])
-                p.load([padded(slots, rows)])
-                (idx,) = p.views
-                self.ssm.ckpt.index_copy_(0, idx, self.ssm.state.index_select(0, idx))
+            if slots:
+                copy_checkpoints(self, self.pass_cache(), slots)
 
     def start_checkpoint_async(self, seq: SequenceState) -> None:
         """As `TinyMtpModel.start_checkpoint_async`; inside `deferred_checkpoints` the state copy

@@ -29,6 +29,16 @@ from reference.state import SequenceState
 Read = Callable[[torch.Tensor, PagedKv, int, RowMeta], torch.Tensor]
 
 
+@dataclass(slots=True)
+class Verdicts:
+    """The `argmax_verdicts` a decode computed in its pass, for the logits it returned at `version`."""
+
+    logits: torch.Tensor
+    version: int
+    host: HostCopy
+    ids: torch.Tensor  # [n] int64 on the device: the argmax row of the verdicts, a tensor of its own
+
+
 def decode_padded(
     model: TinyMtpModel,
     cache: PassCache,
@@ -228,3 +238,13 @@ def finish_propose(
         capture_draft_rows(slots, positions, i, logits[:n])
     model.hidden_states[:n].copy_(launch.hidden[:n])
     return [[int(d) for d in row[:k]] for row in host], [row[k:-1] for row in host] if with_conf else []
+
+
+def copy_checkpoints(model: TinyMtpModel, cache: PassCache, slots: list[int]) -> None:
+    """Copy the SSM state of every slot of `slots` into its checkpoint in one gather and one scatter,
+    the slots padded to a row bucket by repeating the first (its copy lands twice, the same bits)."""
+    rows = row_bucket(len(slots))
+    p = cache.get(("checkpoint", rows), [rows])
+    p.load([padded(slots, rows)])
+    (idx,) = p.views
+    model.ssm.ckpt.index_copy_(0, idx, model.ssm.state.index_select(0, idx))
