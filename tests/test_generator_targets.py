@@ -4,9 +4,10 @@ generator, against the targets of `docs/generators.md`.
 Each sample is drawn by Hypothesis under `derandomize=True` (generate phase only, no database), so it
 is the same in every run for the same strategies and Hypothesis version. Features of the spec alone
 (rows, temperatures, cuts, drafter models, fault plans) are read from the specs; those that need a
-run (groups formed, drafts returned, grammars ended, faults fired) from the side-by-side harness on
-each example, as the properties run it. Each threshold sits a little under the value measured when
-it was set, so a change that moves a generator off its target fails here.
+run (groups formed, drafts returned, grammars ended) from the side-by-side harness on each example,
+as the properties run it, and the faults that fired from the implementation's run alone. Each
+threshold sits a little under the value measured when it was set, so a change that moves a generator
+off its target fails here.
 
 `pytest tests/test_generator_targets.py -s -k table` prints the measured figures.
 """
