@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -133,12 +134,17 @@ def progress_line(r: Result, done: int, total: int) -> str:
 
 
 def run_all(
-    root: Path, mutants: list[Mutant], opts: RunOptions, jobs: int, n_gpus: int = 0
+    root: Path,
+    mutants: list[Mutant],
+    opts: RunOptions,
+    jobs: int,
+    n_gpus: int = 0,
+    on_result: Callable[[Result], None] = lambda r: None,
 ) -> tuple[Result, list[Result]]:
     """The baseline (the unchanged suite at `root`, which must pass) and the mutants' results in
-    catalogue order, run `jobs` at a time (on `n_gpus` GPUs for a cuda mode, `devices`). Mutants that
-    do not apply are reported without running; when the baseline fails, the mutants not yet started
-    are not run (their results are errors)."""
+    catalogue order, run `jobs` at a time (on `n_gpus` GPUs for a cuda mode, `devices`), each passed
+    to `on_result` as it finishes. Mutants that do not apply are reported without running; when the
+    baseline fails, the mutants not yet started are not run (their results are errors)."""
     broken = {r.id: r for r in not_applying(root, mutants)}
     runnable = [m for m in mutants if m.id not in broken]
     tests = suite_tests(root)
@@ -161,10 +167,23 @@ def run_all(
                 continue
             results[r.id] = r
             print(progress_line(r, len(results), len(mutants)), flush=True)
+            on_result(r)
     baseline = base_future.result()
     for m in mutants:
         results.setdefault(m.id, Result.of(m, "error", "not run: the baseline failed"))
     return baseline, [results[m.id] for m in mutants]
+
+
+def memo_writer(memo: Path, mode_key: str, on: bool) -> Callable[[Result], None]:
+    """What records each kill's test in the killers' memo as it comes (`on`), so that a run stopped
+    part way (a time limit) still leaves the next run its order; the memo is an order, never a
+    verdict, so a kill recorded before the baseline has finished misleads nothing."""
+
+    def record(r: Result) -> None:
+        if on and r.status == "killed" and r.killer:
+            record_killers(memo, mode_key, {r.id: r.killer})
+
+    return record
 
 
 def baseline_line(r: Result) -> str:
@@ -202,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         print("--mps shares a GPU among jobs: it needs --device cuda", file=sys.stderr)
         return 2
     killers = {} if args.no_memo else load_killers(args.memo, mode.key)
+    record = memo_writer(args.memo, mode.key, not args.no_memo and not args.keep_going)
     opts = RunOptions(args.profile, args.max_n, args.seed, args.timeout, args.keep, mode, args.keep_going, args.impl,
                       killers)  # fmt: skip
     print(f"mode {mode.key}: {len(mutants)} mutant(s), {args.jobs} job(s)", flush=True)
@@ -212,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             cuda_mps() if args.mps else contextlib.nullcontext(),
             pytest_server(server_env()) as opts.server,
         ):
-            baseline, results = run_all(project, mutants, opts, args.jobs, n_gpus)
+            baseline, results = run_all(project, mutants, opts, args.jobs, n_gpus, record)
     except MpsError as e:
         print(e, file=sys.stderr)
         return 2
@@ -228,8 +248,6 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.json, summary, baseline, results)
     if baseline.status != "survived":
         return 2
-    if not args.no_memo and not args.keep_going:
-        record_killers(args.memo, mode.key, {r.id: r.killer for r in results if r.status == "killed" and r.killer})
     markdown = args.markdown or (None if args.only else DEFAULT_MARKDOWN)
     if markdown:
         write_markdown(markdown, summary, results, mode)

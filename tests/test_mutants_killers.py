@@ -40,3 +40,20 @@ def test_the_memo_merges_per_mode_and_a_subset_run_shares_the_whole_runs_entry(t
     record(memo, "fast-bfloat16-cpu", {"m1": "c.py::test_c"})
     assert load(memo, "exact-default-cpu") == {"m1": "a.py::test_a", "m2": "b.py::test_b"}
     assert load(memo, "fast-bfloat16-cpu-subset") == {"m1": "c.py::test_c"}
+
+
+def test_each_kill_is_recorded_as_it_comes_so_a_stopped_run_keeps_its_order(tmp_path: Path) -> None:
+    from mutants.catalogue import CATALOGUE
+    from mutants.execute import Result
+    from mutants.run import memo_writer
+
+    memo, first, second = tmp_path / "killers.json", CATALOGUE[0], CATALOGUE[1]
+    killed = Result.of(first, "killed")
+    killed.killer = "a.py::test_a"
+    memo_writer(memo, "exact-default-cpu", on=False)(killed)
+    assert load(memo, "exact-default-cpu") == {}
+    write = memo_writer(memo, "exact-default-cpu", on=True)
+    write(killed)
+    assert load(memo, "exact-default-cpu") == {first.id: "a.py::test_a"}  # before any later result
+    write(Result.of(second, "survived"))
+    assert load(memo, "exact-default-cpu") == {first.id: "a.py::test_a"}
