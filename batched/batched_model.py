@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from batched.model_checks import check_decode_batch, check_propose_batched, check_stash
+from batched.propose_call import ProposeCall
 from reference.capture import capture_draft_rows
 from reference.errors import ModelError
 from reference.model.checks import check_rank
@@ -174,8 +175,9 @@ class BatchedMtpModel(TinyMtpModel):
         op = "run_mtp_propose_batched"
         if isinstance(k, int) and k > self.cfg.max_batched_drafts:
             return None
+        call = ProposeCall(tokens, positions, stash_idx, k, seqs)
         try:
-            self._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
+            self._check_propose_batched(call, rank)
         except ModelError as e:
             raise e.context(op) from None
         n = len(seqs)
@@ -183,19 +185,12 @@ class BatchedMtpModel(TinyMtpModel):
             if conf_out is not None:
                 conf_out[:] = [[] for _ in range(n)]
             return [[] for _ in range(n)]
-        return self._propose_rows(tokens, positions, stash_idx, k, seqs, conf_out)
+        return self._propose_rows(call, conf_out)
 
-    def _propose_rows(
-        self,
-        tokens: list[int],
-        positions: list[int],
-        stash_idx: list[int],
-        k: int,
-        seqs: list[SequenceState],
-        conf_out: list[list[float]] | None,
-    ) -> list[list[int]]:
+    def _propose_rows(self, call: ProposeCall, conf_out: list[list[float]] | None) -> list[list[int]]:
         """run_mtp_propose_batched's work after its checks, for k >= 1."""
         op = "run_mtp_propose_batched"
+        positions, k, seqs = call.positions, call.k, call.seqs
         n, cfg, stride = len(seqs), self.cfg, self.meta_stride
         steps = [[p + i for p in positions] for i in range(k)]  # drafter positions written per step
         write_blocks = [
@@ -204,8 +199,8 @@ class BatchedMtpModel(TinyMtpModel):
         propose_meta = [b for s in seqs for b in padded_table(s.draft_block_table, stride)]  # [n, stride]
         views = pack_sections(
             [
-                tokens,
-                stash_idx,
+                call.tokens,
+                call.stash_idx,
                 [p + 1 for p in positions],
                 *write_blocks,
                 *[[p % cfg.block_size for p in ps] for ps in steps],
@@ -221,7 +216,7 @@ class BatchedMtpModel(TinyMtpModel):
         finite = torch.isfinite(hidden).all(dim=1)  # [n]
         if not bool(finite.all()):
             g = finite.tolist().index(False)
-            raise ModelError(f"member {g} (stash row {stash_idx[g]}): drafter input is not finite").context(op)
+            raise ModelError(f"member {g} (stash row {call.stash_idx[g]}): drafter input is not finite").context(op)
         drafts, confs, slots = [], [], [s.slot_idx for s in seqs]
         for i in range(k):
             step_meta = RowMeta(blocks[i], offs[i], tables, base_len + i)
@@ -246,13 +241,5 @@ class BatchedMtpModel(TinyMtpModel):
     def _check_decode_batch(self, tokens: list[int], seqs: list[SequenceState], rank: int) -> None:
         check_decode_batch(self.cfg, tokens, seqs, lambda t, s: self._check_decode(t, s, rank))
 
-    def _check_propose_batched(
-        self,
-        tokens: list[int],
-        positions: list[int],
-        stash_idx: list[int],
-        k: int,
-        seqs: list[SequenceState],
-        rank: int,
-    ) -> None:
-        check_propose_batched(self.cfg, self.stash, self.meta_stride, tokens, positions, stash_idx, k, seqs, rank)
+    def _check_propose_batched(self, call: ProposeCall, rank: int) -> None:
+        check_propose_batched(self.cfg, self.stash, self.meta_stride, call, rank)

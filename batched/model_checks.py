@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 import torch
 
+from batched.propose_call import ProposeCall
 from reference.errors import ModelError
 from reference.model.checks import check_propose, check_rank
 from reference.model.config import ModelConfig
@@ -54,18 +55,11 @@ def check_decode_batch(
 
 
 def check_propose_batched(
-    cfg: ModelConfig,
-    stash: torch.Tensor | None,
-    meta_stride: int,
-    tokens: list[int],
-    positions: list[int],
-    stash_idx: list[int],
-    k: int,
-    seqs: list[SequenceState],
-    rank: int,
+    cfg: ModelConfig, stash: torch.Tensor | None, meta_stride: int, call: ProposeCall, rank: int
 ) -> None:
     """The members' counts agree, every stash row and every member's propose checks hold, no slot or
     KV position twice, and every drafter block table fits the meta stride."""
+    tokens, positions, stash_idx, k, seqs = call.tokens, call.positions, call.stash_idx, call.k, call.seqs
     n = len(seqs)
     check_rank(rank)
     if not 1 <= n <= cfg.max_batch_rows:

@@ -12,7 +12,6 @@ device. The command ends by replaying the case here and saying whether it fails 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from properties.checks.mismatch import Mismatch
 from properties.config import DEFAULT_REPLAYS
 from properties.harness import run_side_by_side
 from properties.impl import DEFAULT_IMPL, Impl, load
-from properties.regression_files import promote_parser, write_case
+from properties.regression_files import promote_main, promote_parser, write_case
 from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
 
@@ -74,20 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = promote_parser(
         "python -m properties.promote", __doc__, "a replay file written by a failing property", DEFAULT_IMPL
     )
-    args = parser.parse_args(argv)
-    try:
-        dest = promote(args.source, args.name, args.note, args.force)
-    except (ValueError, FileExistsError) as e:
-        print(e, file=sys.stderr)
-        return 2
-    print(f"promoted to {dest}; properties/step/test_regressions.py replays it on every run")
-    spec, _ = load_regression(dest)
-    _, mismatches = full_check(spec, load(args.impl))
-    if mismatches:
-        print(f"it fails here now ({len(mismatches)} difference(s)): commit it with the fix")
-    else:
-        print("it passes here now")
-    return 0
+
+    def fails_now(dest: Path, impl: str) -> str | None:
+        spec, _ = load_regression(dest)
+        _, mismatches = full_check(spec, load(impl))
+        return f" ({len(mismatches)} difference(s))" if mismatches else None
+
+    return promote_main(argv, parser, promote, "properties/step/test_regressions.py", fails_now)
 
 
 if __name__ == "__main__":

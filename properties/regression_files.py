@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -22,6 +24,28 @@ def write_case(dest_dir: Path, name: str, text: str, force: bool, what: str) -> 
     dest_dir.mkdir(parents=True, exist_ok=True)
     dest.write_text(text)
     return dest
+
+
+def promote_main(
+    argv: list[str] | None,
+    parser: argparse.ArgumentParser,
+    promote: Callable[[Path, str | None, str, bool], Path],
+    replayed_by: str,
+    fails_now: Callable[[Path, str], str | None],
+) -> int:
+    """A promote command: parse `argv`, `promote` the source (2, with the reason, when that is
+    refused), then say where the case is replayed (`replayed_by`) and whether it fails here now
+    (`fails_now(dest, impl)`: how, or None when it passes)."""
+    args = parser.parse_args(argv)
+    try:
+        dest = promote(args.source, args.name, args.note, args.force)
+    except (ValueError, FileExistsError) as e:
+        print(e, file=sys.stderr)
+        return 2
+    print(f"promoted to {dest}; {replayed_by} replays it on every run")
+    failure = fails_now(dest, args.impl)
+    print(f"it fails here now{failure}: commit it with the fix" if failure is not None else "it passes here now")
+    return 0
 
 
 def promote_parser(prog: str, doc: str | None, source: str, default_impl: str) -> argparse.ArgumentParser:

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batched.batched_model import BatchedMtpModel
+from batched.propose_call import ProposeCall
 from batched.vector.checks import decode_batch_ok, propose_batch_ok
 from reference.errors import ModelError
 from tests.test_batched_model_equiv import Mix, mixes
@@ -145,8 +146,9 @@ def test_propose_checks_agree_with_the_per_row_checks(kind: str, mix: Mix, data:
         case "block_shared":  # two members write into one block: at distinct offsets or not, as drawn
             o, bs = (j + 1) % n, cfg.block_size
             other.draft_block_table[positions[o] // bs] = s.draft_block_table[positions[j] // bs]
-    base = accepted(model._check_propose_batched, tokens, positions, stash_idx, k, seqs, rank)
-    fast = propose_batch_ok(cfg, model.stash, stride, tokens, positions, stash_idx, k, seqs, rank)
+    call = ProposeCall(tokens, positions, stash_idx, k, seqs)
+    base = accepted(model._check_propose_batched, call, rank)
+    fast = propose_batch_ok(cfg, model.stash, stride, call, rank)
     assert not (fast and not base), f"{kind}: accepted what run_mtp_propose_batched refuses"
     if kind != "k_bool":
         assert fast == base, f"{kind}: the fast check refused a group the propose accepts"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import torch
 
+from batched.propose_call import ProposeCall
 from batched.vector.int_pack import packed
 from reference.model.config import ModelConfig
 from reference.state import SequenceState
@@ -73,17 +74,10 @@ def decode_batch_ok(cfg: ModelConfig, tokens: list[int], seqs: list[SequenceStat
 
 
 def propose_batch_ok(
-    cfg: ModelConfig,
-    stash: torch.Tensor | None,
-    meta_stride: int,
-    tokens: list[int],
-    positions: list[int],
-    stash_idx: list[int],
-    k: int,
-    seqs: list[SequenceState],
-    rank: int,
+    cfg: ModelConfig, stash: torch.Tensor | None, meta_stride: int, call: ProposeCall, rank: int
 ) -> bool:
     """True only when `BatchedMtpModel._check_propose_batched` accepts (see the module docstring)."""
+    tokens, positions, stash_idx, k, seqs = call.tokens, call.positions, call.stash_idx, call.k, call.seqs
     n, bs = len(seqs), cfg.block_size
     if rank != 0 or not 1 <= n <= cfg.max_batch_rows or not len(tokens) == len(positions) == len(stash_idx) == n:
         return False

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from batched.batched_model import BatchedMtpModel
+from batched.propose_call import ProposeCall
 from batched.vector import noise
 from batched.vector.attention import paged_read, warm
 from batched.vector.checks import decode_batch_ok, ints_in, propose_batch_ok
@@ -133,31 +134,23 @@ class VectorMtpModel(BatchedMtpModel):
         if not decode_batch_ok(self.cfg, tokens, seqs, rank):
             super()._check_decode_batch(tokens, seqs, rank)
 
-    def _check_propose_batched(
-        self,
-        tokens: list[int],
-        positions: list[int],
-        stash_idx: list[int],
-        k: int,
-        seqs: list[SequenceState],
-        rank: int,
-    ) -> None:
+    def _check_propose_batched(self, call: ProposeCall, rank: int) -> None:
         """All members at once (`batched.vector.checks`); one by one, for the message, when that fails.
         A call that matches the propose launched ahead (whose launch ran these checks on the same
         inputs) checks only its tokens."""
-        a = self._ahead
+        a, tokens, seqs = self._ahead, call.tokens, call.seqs
         if (
             a is not None
             and type(rank) is int
             and rank == 0
-            and matches(a, self, positions, stash_idx, k, seqs)
+            and matches(a, self, call.positions, call.stash_idx, call.k, seqs)
             and len(tokens) == len(seqs)
             and ints_in(tokens, 0, self.cfg.vocab_size)
         ):
             self._ahead_call = (tokens, seqs)
             return
-        if not propose_batch_ok(self.cfg, self.stash, self.meta_stride, tokens, positions, stash_idx, k, seqs, rank):
-            super()._check_propose_batched(tokens, positions, stash_idx, k, seqs, rank)
+        if not propose_batch_ok(self.cfg, self.stash, self.meta_stride, call, rank):
+            super()._check_propose_batched(call, rank)
 
     def stash_verify_hidden_rows(self, rows: list[int], rank: int = 0) -> None:
         """As `BatchedMtpModel`'s; rows 0..n-1 in order (the step's stash) are one slice copy, checked
@@ -215,19 +208,11 @@ class VectorMtpModel(BatchedMtpModel):
         ids, codes = memo.host.values()[:, :n].tolist()
         return ids, codes
 
-    def _propose_rows(
-        self,
-        tokens: list[int],
-        positions: list[int],
-        stash_idx: list[int],
-        k: int,
-        seqs: list[SequenceState],
-        conf_out: list[list[float]] | None,
-    ) -> list[list[int]]:
-        a, call = self._ahead, self._ahead_call
+    def _propose_rows(self, call: ProposeCall, conf_out: list[list[float]] | None) -> list[list[int]]:
+        a, checked, tokens = self._ahead, self._ahead_call, call.tokens
         if a is not None:
             self._ahead = self._ahead_call = None
-            matched = call is not None and call[0] is tokens and call[1] is seqs
+            matched = checked is not None and checked[0] is tokens and checked[1] is call.seqs
             taken = take(a, self, tokens, conf_out is not None) if matched else None
             if taken is not None:
                 self.taken_ahead += 1
@@ -236,16 +221,7 @@ class VectorMtpModel(BatchedMtpModel):
                 return taken[0]
             undo(a, self)
         drafts, confs = propose_padded(
-            self,
-            self.pass_cache(),
-            self.draft_tables(),
-            tokens,
-            positions,
-            stash_idx,
-            k,
-            seqs,
-            conf_out is not None,
-            self.attention_read(),
+            self, self.pass_cache(), self.draft_tables(), call, conf_out is not None, self.attention_read()
         )
         if conf_out is not None:
             conf_out[:] = confs

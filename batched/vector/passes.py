@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from batched.batched_model import argmax_verdicts
+from batched.propose_call import ProposeCall
 from batched.vector.static_passes import HostCopy, PassCache, padded, row_bucket, span_bucket
 from batched.vector.table_mirror import TableMirror
 from reference.capture import capture_draft_rows
@@ -103,21 +104,18 @@ def propose_padded(
     model: TinyMtpModel,
     cache: PassCache,
     tables: TableMirror,
-    tokens: list[int],
-    positions: list[int],
-    stash_idx: list[int],
-    k: int,
-    seqs: list[SequenceState],
+    call: ProposeCall,
     with_conf: bool,
     read: Read | None = None,
 ) -> tuple[list[list[int]], list[list[float]]]:
-    """k >= 1 greedy drafts for every member on `row_bucket(n)` rows, as `run_mtp_propose_batched`
-    makes them: (drafts, confidences; empty lists unless `with_conf`). A member whose stash row is not
-    finite raises ModelError, and then nothing is written: the pass checks its input rows itself and
-    puts back the drafter cache entries it wrote, so the check costs no host read of its own."""
-    launch = launch_propose(model, cache, tables, tokens, positions, stash_idx, k, seqs, with_conf, read)
-    host = launch.out[:, : len(seqs)].T.tolist()  # one device-to-host copy: drafts, confidences, finite flags
-    return finish_propose(model, launch, host, stash_idx, [s.slot_idx for s in seqs], positions)
+    """`call.k` >= 1 greedy drafts for every member of `call` on `row_bucket(n)` rows, as
+    `run_mtp_propose_batched` makes them: (drafts, confidences; empty lists unless `with_conf`). A member
+    whose stash row is not finite raises ModelError, and then nothing is written: the pass checks its
+    input rows itself and puts back the drafter cache entries it wrote, so the check costs no host read
+    of its own."""
+    launch = launch_propose(model, cache, tables, call, with_conf, read)
+    host = launch.out[:, : len(call.seqs)].T.tolist()  # one device-to-host copy: drafts, confidences, finite flags
+    return finish_propose(model, launch, host, call.stash_idx, [s.slot_idx for s in call.seqs], call.positions)
 
 
 @dataclass(slots=True)
@@ -143,21 +141,18 @@ def launch_propose(
     model: TinyMtpModel,
     cache: PassCache,
     tables: TableMirror,
-    tokens: list[int],
-    positions: list[int],
-    stash_idx: list[int],
-    k: int,
-    seqs: list[SequenceState],
+    call: ProposeCall,
     with_conf: bool,
     read: Read | None = None,
     ahead: torch.Tensor | None = None,
 ) -> ProposeLaunch:
     """Queue the propose pass of `propose_padded` (no host read), its drafter tables read from `tables`
     (a mirror of the drafter tables, written here where they changed). With `ahead` (the tokens, [n]
-    int64 on the device, in place of `tokens`) the members' input rows are `hidden_states[stash_idx]`,
-    not the stash's, and the pass also hands back the tokens it drafted from (clamped into the
-    vocabulary), where it wrote and the entries it overwrote there; it does not put those back when
-    an input row is not finite: whoever reads its result undoes it then."""
+    int64 on the device, in place of `call.tokens`) the members' input rows are
+    `hidden_states[call.stash_idx]`, not the stash's, and the pass also hands back the tokens it drafted
+    from (clamped into the vocabulary), where it wrote and the entries it overwrote there; it does not
+    put those back when an input row is not finite: whoever reads its result undoes it then."""
+    positions, k, seqs = call.positions, call.k, call.seqs
     cfg, n, bs = model.cfg, len(seqs), model.cfg.block_size
     rows = row_bucket(n)
     need = draft_span_blocks(cfg, model.nm.exact, [p + k - 1 for p in positions])
@@ -165,8 +160,8 @@ def launch_propose(
     slots = [s.slot_idx for s in seqs]
     tables.write(slots, [s.draft_block_table for s in seqs])
     sections = [
-        padded(tokens, rows),
-        padded(stash_idx, rows),
+        padded(call.tokens, rows),
+        padded(call.stash_idx, rows),
         padded(positions, rows),
         padded(list(range(n)), rows),  # KV source row: padding rows write row 0's
         padded(slots, rows),  # each row's drafter table: padding rows read row 0's

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from batched.propose_call import ProposeCall
 from batched.vector.checks import block_ids_in, ints_in, propose_batch_ok, slots_ok
 from batched.vector.passes import ProposeLaunch, finish_propose, launch_propose
 from batched.vector.static_passes import HostCopy
@@ -167,11 +168,12 @@ def launch_ahead(
     if stream is not None:  # after everything queued so far: the decode's rows, the passes that made the tokens
         stream.wait_stream(torch.cuda.current_stream(model.hidden_states.device))
     read = model.attention_read()
+    call = ProposeCall([0] * n, positions, rows, k, seqs)  # the pass drafts from `tokens`, not these zeros
     with nullcontext() if stream is None else torch.cuda.stream(stream):
-        launch = launch_propose(model, cache, mirror, [0] * n, positions, rows, k, seqs, with_conf, read, tokens)
+        launch = launch_propose(model, cache, mirror, call, with_conf, read, tokens)
         host = HostCopy.of(launch.out[:, :n])
     a = Ahead(launch, row_inputs(seqs), positions, hidden_version, kv_versions(model), host, tokens, stream)
-    if propose_batch_ok(cfg, model.stash, model.meta_stride, [0] * n, positions, rows, k, seqs, 0):
+    if propose_batch_ok(cfg, model.stash, model.meta_stride, call, 0):
         return a
     undo(a, model)
     return None

@@ -10,7 +10,6 @@ all of P9's checks. The command ends by replaying the case here and saying wheth
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from properties.generations.replay import read_script
 from properties.generations.run import run_script
 from properties.generations.spec import Script
 from properties.impl import DEFAULT_IMPL, load
-from properties.regression_files import promote_parser, write_case
+from properties.regression_files import promote_main, promote_parser, write_case
 
 GENERATION_REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 
@@ -47,16 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         "a generation script written by a failing P9 run",
         DEFAULT_IMPL,
     )
-    args = parser.parse_args(argv)
-    try:
-        dest = promote(args.source, args.name, args.note, args.force)
-    except (ValueError, FileExistsError) as e:
-        print(e, file=sys.stderr)
-        return 2
-    print(f"promoted to {dest}; properties/generations/test_p9_generations.py replays it on every run")
-    run = run_script(read_script(dest), load(args.impl))
-    print("it fails here now: commit it with the fix" if run.failed_at is not None else "it passes here now")
-    return 0
+
+    def fails_now(dest: Path, impl: str) -> str | None:
+        return "" if run_script(read_script(dest), load(impl)).failed_at is not None else None
+
+    return promote_main(argv, parser, promote, "properties/generations/test_p9_generations.py", fails_now)
 
 
 if __name__ == "__main__":
