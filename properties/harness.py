@@ -30,12 +30,13 @@ from properties.checks.call_plan import Plan, expected_plan
 from properties.checks.forcing import forced_round
 from properties.checks.mismatch import Mismatch
 from properties.checks.outside_weights import remember_weights, weights_written
-from properties.config import DEFAULT_REPLAYS
+from properties.config import DEFAULT_REPLAYS, RunConfig
 from properties.faults import FaultyModel
 from properties.impl import Impl
 from properties.report import format_report
 from properties.side_by_side import Side, SideBySide
 from properties.specs import WorldSpec
+from properties.stats import record_paths
 from properties.translate import Envelope, Translation, translate
 from properties.world import World, build_world, on_device
 from reference.capture import DraftRows
@@ -194,3 +195,18 @@ def run_side_by_side(spec: WorldSpec, impl: Impl, replays: Path = DEFAULT_REPLAY
 def decisions(sbs: SideBySide) -> int:
     """Token and draft decisions the reference made (cuts excluded)."""
     return sum(1 for d in sbs.ref.decisions if d.key.kind in ("token", "draft"))
+
+
+def checked_side_by_side(
+    claim: str, run: RunConfig, spec: WorldSpec, *checks: Callable[[SideBySide], list[Mismatch]], record: bool = False
+) -> SideBySide:
+    """`spec` run side by side with `run`'s implementation (`run_side_by_side`), which fails with
+    `claim`'s report unless every one of `checks` finds no mismatch (their mismatches reported in
+    the order given); with `record`, the example's paths are recorded first
+    (`properties.stats.record_paths`). Returns the run, for a property's further claims."""
+    sbs = run_side_by_side(spec, run.impl, run.replays)
+    if record:
+        record_paths(sbs)
+    mismatches = [m for check in checks for m in check(sbs)]
+    assert not mismatches, format_report(claim, sbs, mismatches)
+    return sbs

@@ -13,8 +13,11 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
+
+from reference.installed import Installed
 
 _current: contextvars.ContextVar[DraftRows | None] = contextvars.ContextVar("draft_rows", default=None)
 
@@ -22,22 +25,15 @@ DraftKey = tuple[int, int, int]  # (sequence slot, propose position, draft index
 
 
 @dataclass(slots=True)
-class DraftRows:
+class DraftRows(Installed):
     """The drafter rows of one run, by (slot, propose position, draft index); a later capture of the
     same key replaces an earlier one (the run's last word)."""
 
     rows: dict[DraftKey, torch.Tensor] = field(default_factory=dict)
     unmasked: dict[DraftKey, torch.Tensor] = field(default_factory=dict)  # only rows a mask was applied to
     _token: contextvars.Token | None = None
+    CURRENT: ClassVar[contextvars.ContextVar[DraftRows | None]] = _current
 
-    def __enter__(self) -> DraftRows:
-        self._token = _current.set(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._token is not None
-        _current.reset(self._token)
-        self._token = None
 
 
 def capture_draft_rows(

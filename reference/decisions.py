@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import contextvars
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
+
+from reference.installed import Installed
 
 _current: contextvars.ContextVar[DecisionLog | None] = contextvars.ContextVar("decision_log", default=None)
 
@@ -45,7 +48,7 @@ class Decision:
 
 
 @dataclass(slots=True)
-class DecisionLog:
+class DecisionLog(Installed):
     """Records decisions; `forced` maps a key to the choice to take instead of the argmax;
     `keep_scores` keeps each decision's score vector (float64)."""
 
@@ -53,15 +56,8 @@ class DecisionLog:
     forced: dict[DecisionKey, int] = field(default_factory=dict)
     keep_scores: bool = False
     _token: contextvars.Token | None = None
+    CURRENT: ClassVar[contextvars.ContextVar[DecisionLog | None]] = _current
 
-    def __enter__(self) -> DecisionLog:
-        self._token = _current.set(self)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        assert self._token is not None
-        _current.reset(self._token)
-        self._token = None
 
 
 def argmax_lowest(scores: torch.Tensor) -> int:

@@ -9,10 +9,8 @@ from hypothesis import strategies as st
 from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.specs import WorldSpec
-from properties.stats import record_paths
 from properties.strategies import world_specs
 
 
@@ -42,7 +40,4 @@ from properties.strategies import world_specs
 @given(data=st.data())
 def test_p1_equivalence(run: RunConfig, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    record_paths(sbs)
-    mismatches = check_equivalence(sbs)
-    assert not mismatches, format_report("P1 equivalence", sbs, mismatches)
+    checked_side_by_side("P1 equivalence", run, spec, check_equivalence, record=True)

@@ -14,10 +14,8 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.specs import WorldSpec
-from properties.stats import record_paths
 from properties.wide_worlds import wide_world_specs
 
 
@@ -26,7 +24,4 @@ from properties.wide_worlds import wide_world_specs
 @given(data=st.data())
 def test_p1_wide_worlds(run: RunConfig, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(wide_world_specs(run), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    record_paths(sbs)
-    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
-    assert not mismatches, format_report("P1 wide worlds", sbs, mismatches)
+    checked_side_by_side("P1 wide worlds", run, spec, check_equivalence, check_calls, check_logs, record=True)

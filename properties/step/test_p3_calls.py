@@ -11,10 +11,8 @@ from properties.behaviours import covers
 from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.specs import WorldSpec
-from properties.stats import record_paths
 from properties.strategies import world_specs
 
 
@@ -41,10 +39,7 @@ from properties.strategies import world_specs
 @given(data=st.data())
 def test_p3_call_accounting(run: RunConfig, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    record_paths(sbs)
-    mismatches = check_calls(sbs)
-    assert not mismatches, format_report("P3 call accounting", sbs, mismatches)
+    checked_side_by_side("P3 call accounting", run, spec, check_calls, record=True)
 
 
 @covers("P3 call accounting", "B12", "B13", "B23")
@@ -55,7 +50,4 @@ def test_p3_no_row_may_propose(run: RunConfig, data: st.DataObject) -> None:
     the reference's. Drawn for the whole world: row by row, such a world all but disappears once
     mixes pass a few rows, and with it every bug of work done for an empty set of proposers."""
     spec: WorldSpec = data.draw(world_specs(run, faults=True, no_proposer=True), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    record_paths(sbs)
-    mismatches = check_calls(sbs) + check_equivalence(sbs)
-    assert not mismatches, format_report("P3 no row may propose", sbs, mismatches)
+    checked_side_by_side("P3 no row may propose", run, spec, check_calls, check_equivalence, record=True)

@@ -14,8 +14,7 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.specs import WorldSpec
 
 
@@ -23,6 +22,4 @@ from properties.specs import WorldSpec
 @given(data=st.data())
 def test_p3_meta_stride_boundary(run: RunConfig, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(stride_worlds(run), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
-    assert not mismatches, format_report("P3 meta stride", sbs, mismatches)
+    checked_side_by_side("P3 meta stride", run, spec, check_equivalence, check_calls, check_logs)

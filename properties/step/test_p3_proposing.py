@@ -17,8 +17,7 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.specs import WorldSpec
 
 
@@ -26,9 +25,7 @@ from properties.specs import WorldSpec
 @given(data=st.data())
 def test_p3_group_outcomes(run: RunConfig, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(group_worlds(run), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
-    assert not mismatches, format_report("P3 group outcomes", sbs, mismatches)
+    checked_side_by_side("P3 group outcomes", run, spec, check_equivalence, check_calls, check_logs)
 
 
 @covers(
@@ -52,6 +49,4 @@ def test_p3_group_outcomes(run: RunConfig, data: st.DataObject) -> None:
 @given(data=st.data())
 def test_p3_proposing_mixes(run: RunConfig, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(proposing_worlds(run), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
-    assert not mismatches, format_report("P3 proposing mixes", sbs, mismatches)
+    checked_side_by_side("P3 proposing mixes", run, spec, check_equivalence, check_calls, check_logs)

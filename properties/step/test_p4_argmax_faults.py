@@ -19,8 +19,7 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.specs import WorldSpec
 
 
@@ -28,6 +27,4 @@ from properties.specs import WorldSpec
 @given(data=st.data())
 def test_p4_argmax_path_faults(run: RunConfig, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(greedy_worlds(run), label="spec")
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    mismatches = check_equivalence(sbs) + check_calls(sbs) + check_logs(sbs)
-    assert not mismatches, format_report("P4 argmax path faults", sbs, mismatches)
+    checked_side_by_side("P4 argmax path faults", run, spec, check_equivalence, check_calls, check_logs)

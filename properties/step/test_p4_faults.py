@@ -14,11 +14,9 @@ from properties.checks.compare import check_equivalence
 from properties.checks.mismatch import Mismatch
 from properties.config import RunConfig
 from properties.fault_plans import fault_specs
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
-from properties.stats import record_paths
 from properties.strategies import world_specs
 
 
@@ -52,7 +50,4 @@ def test_p4_faults(run: RunConfig, data: st.DataObject, extra: tuple) -> None:
     spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     if not spec.faults:
         spec = replace(spec, faults=extra)
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    record_paths(sbs)
-    mismatches = check_equivalence(sbs) + check_nothing_lost(sbs)
-    assert not mismatches, format_report("P4 faults", sbs, mismatches)
+    checked_side_by_side("P4 faults", run, spec, check_equivalence, check_nothing_lost, record=True)

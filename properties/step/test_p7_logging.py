@@ -15,10 +15,8 @@ from properties.checks.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
 from properties.fresh_process import run_fresh
-from properties.harness import run_side_by_side
-from properties.report import format_report
+from properties.harness import checked_side_by_side
 from properties.specs import WorldSpec
-from properties.stats import record_paths
 from properties.strategies import world_specs
 from reference.errors import ModelError
 from reference.telemetry import LogCapture
@@ -29,10 +27,7 @@ from reference.telemetry import LogCapture
 def test_p7_logs(run: RunConfig, data: st.DataObject, seen: set[str]) -> None:
     spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     spec = replace(spec, step=replace(spec.step, seen_log_keys=tuple(sorted(seen))))
-    sbs = run_side_by_side(spec, run.impl, run.replays)
-    record_paths(sbs)
-    mismatches = check_logs(sbs)
-    assert not mismatches, format_report("P7 logging", sbs, mismatches)
+    checked_side_by_side("P7 logging", run, spec, check_logs, record=True)
 
 
 @covers("P7 logging", "B25")
