@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from contextlib import nullcontext
+from typing import Any
 
 from batched.protocol import BatchedModel, DefersCheckpoints, ProposesAhead
 from batched.step import propose_from_stash, select_rows
@@ -175,17 +176,10 @@ def step_with_noise(
     """The fully batched step with `noise` drawing its sampled rows, as a step of the fixed signature
     called `name` with docstring `doc`; `before()` runs first (a check that the noise can run here)."""
 
-    def step(
-        model: BatchedModel,
-        active: list[ActiveSeq],
-        sched: SchedCtx,
-        idxs: list[int],
-        ladder_nd: int,
-        verify_ctx: LogitsContext,
-    ) -> None:
+    def step(*args: Any) -> None:  # (model, active, sched, idxs, ladder_nd, verify_ctx), as the return type says
         if before is not None:
             before()
-        step_mtp_bootstrap_vectorized(model, active, sched, idxs, ladder_nd, verify_ctx, noise=noise)
+        step_mtp_bootstrap_vectorized(*args, noise=noise)
 
     step.__name__ = step.__qualname__ = name
     step.__doc__ = doc
