@@ -38,7 +38,7 @@ from batched.vector import noise
 from batched.vector.attention import paged_read, warm
 from batched.vector.checks import decode_batch_ok, ints_in, propose_batch_ok
 from batched.vector.passes import Read, Verdicts, copy_checkpoints, decode_padded, propose_padded
-from batched.vector.propose_ahead import Ahead, launch_ahead, matches, stashed, take, undo
+from batched.vector.propose_ahead import Ahead, AheadUses, launch_ahead, matches, stashed, take, undo
 from batched.vector.static_passes import PassCache
 from batched.vector.table_mirror import TableMirror
 from batched.vector.triton_device import available
@@ -235,7 +235,8 @@ class VectorMtpModel(BatchedMtpModel):
         when the call's checks, run while the pass runs, would refuse them. A propose launched
         earlier and not taken is undone first."""
         self.settle_ahead()
-        self._ahead = launch_ahead(self, tokens, seqs, k, with_conf)
+        uses = AheadUses(self.ahead, self.draft_tables, self.ahead_passes, self.attention_read)
+        self._ahead = launch_ahead(self, tokens, seqs, k, with_conf, uses)
 
     def settle_ahead(self) -> None:
         """Undo the propose launched ahead if it is still pending (nothing otherwise); drop a plan."""

@@ -23,23 +23,35 @@ taking or undoing it first makes the main stream wait.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from batched.propose_call import ProposeCall
 from batched.vector.checks import block_ids_in, ints_in, propose_batch_ok, slots_ok
-from batched.vector.passes import ProposeLaunch, finish_propose, launch_propose
-from batched.vector.static_passes import HostCopy
+from batched.vector.passes import ProposeLaunch, Read, finish_propose, launch_propose
+from batched.vector.static_passes import HostCopy, PassCache
+from batched.vector.table_mirror import TableMirror
 from reference.model.model import TinyMtpModel
 from reference.state import SequenceState
 
-if TYPE_CHECKING:
-    from batched.vector.model import VectorMtpModel
-
 RowInputs = list[tuple[int, int | None, int, list[int]]]  # (slot, SSM slot, seq_len, drafter table) per row
+
+
+@dataclass(slots=True, frozen=True)
+class AheadUses:
+    """What a launch ahead takes from its model beyond the model's own buffers (`VectorMtpModel`
+    gives its own): whether launching ahead is on, and, asked for only once a launch is going
+    ahead, the drafter tables' device mirror, the static passes to run it on, and the attention
+    read."""
+
+    enabled: bool
+    tables: Callable[[], TableMirror]
+    passes: Callable[[], PassCache]
+    read: Callable[[], Read | None]
 
 
 @dataclass(slots=True)
@@ -140,14 +152,19 @@ def _cuda_stream(device: torch.device) -> Any:
 
 
 def launch_ahead(
-    model: VectorMtpModel, tokens: torch.Tensor, seqs: list[SequenceState], k: int, with_conf: bool
+    model: TinyMtpModel,
+    tokens: torch.Tensor,
+    seqs: list[SequenceState],
+    k: int,
+    with_conf: bool,
+    uses: AheadUses,
 ) -> Ahead | None:
     """The batched propose of rows 0..n-1 of the decode just run, k drafts each, from `tokens` ([n]
-    int64 on the model's device, queued), launched now. None when nothing was launched (fewer than 2
-    rows, `ahead` off, inputs the pass could not run on) or when the call's checks, run while the
-    pass runs, refuse those inputs (the launch is then undone at once)."""
+    int64 on the model's device, queued), launched now with what `uses` gives. None when nothing was
+    launched (fewer than 2 rows, `uses.enabled` off, inputs the pass could not run on) or when the
+    call's checks, run while the pass runs, refuse those inputs (the launch is then undone at once)."""
     n, cfg = len(seqs), model.cfg
-    if not model.ahead or not 2 <= n <= min(cfg.max_batch_rows, cfg.stash_capacity) or not ints_in([k], 1):
+    if not uses.enabled or not 2 <= n <= min(cfg.max_batch_rows, cfg.stash_capacity) or not ints_in([k], 1):
         return None
     if tokens.shape != (n,) or tokens.dtype != torch.int64 or tokens.device != model.hidden_states.device:
         return None  # the device compared with the buffers': cuda:0 where model.device may say cuda
@@ -157,17 +174,17 @@ def launch_ahead(
     # every table the mirror is to write. The call's checks proper run once the pass is queued.
     if not (ints_in(positions, 0) and max(positions) + k - 1 < cfg.draft_span and slots_ok(cfg, seqs)):
         return None
-    mirror = model.draft_tables()
+    mirror = uses.tables()
     tables = [s.draft_block_table for s in seqs]
     fresh = [tables[j] for j in mirror.changed([s.slot_idx for s in seqs], tables)]
     if not block_ids_in(fresh, cfg.num_draft_blocks):
         return None
-    cache = model.ahead_passes()
+    cache = uses.passes()
     stream = side_stream(model.device)
     hidden_version = model.hidden_states._version
     if stream is not None:  # after everything queued so far: the decode's rows, the passes that made the tokens
         stream.wait_stream(torch.cuda.current_stream(model.hidden_states.device))
-    read = model.attention_read()
+    read = uses.read()
     call = ProposeCall([0] * n, positions, rows, k, seqs)  # the pass drafts from `tokens`, not these zeros
     with nullcontext() if stream is None else torch.cuda.stream(stream):
         launch = launch_propose(model, cache, mirror, call, with_conf, read, tokens)
