@@ -10,9 +10,11 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
+from properties.draws import ONE_IN_8
 from properties.fault_kinds import BAD_ROWS, ONCE_PER_STEP
 from properties.specs import FaultSpec, SeqSpec, WorldSpec
 from properties.strategies import world_specs
+from properties.wide_worlds import wide_world_specs
 from properties.world import draft_table_len
 
 
@@ -70,9 +72,13 @@ def greedy_worlds(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
     """Every sequence bootstraps; one to half of them are ineligible, each for one reason (the
     reasons taken in turn from a drawn start), and the rest eligible (sampled ones among them when
     force_temp_zero makes every row greedy); the levers mostly engage the batched argmax; no fault,
-    a refused row (any row, any kind of `BAD_ROWS`, in a copy or in place) or a failed `argmax_batch`."""
-    spec = draw(world_specs(run, min_n=2))
+    a refused row (any row, any kind of `BAD_ROWS`, in a copy or in place) or a failed `argmax_batch`.
+    One world in eight is wide in rows (past 16 or 64) with a refused row past that boundary or a
+    failed `argmax_batch`: a batched argmax works rows in tiles, and its path for a refused or edited
+    row is another than the common one (a wide world without a fault is P1's)."""
+    spec = draw(wide_world_specs(run, st.just("rows")) if draw(ONE_IN_8) else world_specs(run, min_n=2))
     n = len(spec.seqs)
+    past = max((b for b in (16, 64) if b < n), default=0)  # the last row tile boundary the mix passes
     spoiled = sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=max(1, n // 2))))
     first = draw(st.integers(0, len(SPOILERS) - 1))
     reason = {i: SPOILERS[(first + k) % len(SPOILERS)] for k, i in enumerate(spoiled)}
@@ -95,10 +101,11 @@ def greedy_worlds(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
     )
 
     def bad_decode_row() -> FaultSpec:
-        kind, row, in_place = draw(st.sampled_from(BAD_ROWS)), draw(st.integers(0, n - 1)), draw(st.booleans())
+        kind, row, in_place = draw(st.sampled_from(BAD_ROWS)), draw(st.integers(past, n - 1)), draw(st.booleans())
         return FaultSpec("decode_batch", 0, kind, row, in_place)
 
-    choices = (None, bad_decode_row(), bad_decode_row(), bad_decode_row(), FaultSpec("argmax_batch", 0, "err"))
+    faulted = (bad_decode_row(), bad_decode_row(), bad_decode_row(), FaultSpec("argmax_batch", 0, "err"))
+    choices = faulted if past else (None, *faulted)
     fault = draw(st.sampled_from(choices))
     faults = () if fault is None else (fault,)
     return replace(spec, seqs=seqs, bootstrap=tuple(range(len(seqs))), step=step, faults=faults)

@@ -29,6 +29,7 @@ from properties.draws import (
     ONE_IN_4,
     ONE_IN_8,
     TOKEN_SEEDS,
+    WIDE_SLOT_SPACE,
     index_sets,
     ints,
     mix_sizes,
@@ -38,6 +39,7 @@ from properties.fault_plans import fault_specs_for
 from properties.model_strategies import model_specs
 from properties.seq_strategies import NO_PROPOSE, seq_specs_for
 from properties.specs import ModelSpec, StepSpec, WorldSpec
+from properties.world import model_config
 
 # -- step -------------------------------------------------------------------------------------
 # Ladders of 1-4 drafts most often (a batched group needs effective drafts = ladder, B15); any
@@ -77,6 +79,7 @@ def world_specs(
     step: st.SearchStrategy[StepSpec] | None = None,
     model: st.SearchStrategy[ModelSpec] | None = None,
     no_proposer: bool = False,
+    wide_slots: bool = True,
 ) -> WorldSpec:
     """A whole example: n sequences (slots any permutation, some without an SSM slot), which of
     them bootstrap, the step's levers, and optionally a fault plan.
@@ -88,7 +91,11 @@ def world_specs(
 
     `no_proposer`: no bootstrapped row may propose (each ends with this step's token or is backed
     off), so work done for an empty set of proposers shows. Drawn row by row, such a world all but
-    disappears as mixes grow (one row of 64 that proposes is enough), so it is a whole-world choice."""
+    disappears as mixes grow (one row of 64 that proposes is enough), so it is a whole-world choice.
+
+    `wide_slots`: one world in four takes its slot ids from `WIDE_SLOT_SPACE` (`in_wide_slot_space`).
+    P2's worlds, built to hold chosen gate clauses and model limits that slot ids do not change,
+    leave it out."""
     top = max(min_n, run.max_n)
     lo = max(min_n, 2) if top >= 2 and not draw(ONE_IN_8) else min_n
     n = draw(mix_sizes(lo, top))
@@ -106,7 +113,7 @@ def world_specs(
         bootstrap = tuple(range(n))
     if no_proposer:
         seqs = tuple(replace(q, **draw(NO_PROPOSE)) if i in bootstrap else q for i, q in enumerate(seqs))
-    return WorldSpec(
+    world = WorldSpec(
         model=m,
         seqs=seqs,
         bootstrap=bootstrap,
@@ -114,3 +121,36 @@ def world_specs(
         cache_seed=draw(TOKEN_SEEDS),
         faults=draw(fault_specs_for(len(bootstrap), m.group_cap)) if faults else (),
     )
+    if wide_slots and draw(ONE_IN_4):  # drawn last: everything above keeps its draws
+        return draw(in_wide_slot_space(world))
+    return world
+
+
+@st.composite
+def aliasing_ids(draw: st.DrawFn, n: int) -> list[int]:
+    """`n` distinct ids below `WIDE_SLOT_SPACE` that share their low six bits in pairs and more (a
+    few low parts, any of the high ones): ids 64 or 256 apart, which an id kept in a 64-bit mask or
+    in 8 bits makes one. Ids drawn anywhere in the space would rarely meet so in a group of a few."""
+    high = WIDE_SLOT_SPACE // 64
+    lows = draw(st.lists(ints(0, 63), min_size=-(-n // high), max_size=-(-n // high) + 2, unique=True))
+    parts = st.tuples(st.sampled_from(lows), ints(0, high - 1))
+    return [low + 64 * hi for low, hi in draw(st.lists(parts, min_size=n, max_size=n, unique=True))]
+
+
+@st.composite
+def in_wide_slot_space(draw: st.DrawFn, world: WorldSpec) -> WorldSpec:
+    """`world` with its sequence and SSM slot ids drawn anew from `WIDE_SLOT_SPACE` (`aliasing_ids`:
+    a slot kept in a 64-bit mask or an 8-bit id meets every path any property's mix takes, not only
+    the wide worlds' common ones), its caches still sized for its own mix."""
+    n, sized = len(world.seqs), model_config(world.model)
+    slots, ssm = draw(aliasing_ids(n)), draw(aliasing_ids(n))
+    model = replace(
+        world.model,
+        num_slots=WIDE_SLOT_SPACE,
+        num_blocks=sized.num_blocks,
+        num_draft_blocks=sized.num_draft_blocks,
+    )
+    seqs = tuple(
+        replace(q, slot_idx=slots[i], ssm_slot=None if q.ssm_slot is None else ssm[i]) for i, q in enumerate(world.seqs)
+    )
+    return replace(world, model=model, seqs=seqs)
