@@ -210,8 +210,9 @@ def proposing_worlds(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
 def stride_worlds(draw: st.DrawFn, run: RunConfig) -> WorldSpec:
     """Every sequence bootstraps and proposes a ladder of 1-3 (no grammar, room for it) with extra
     drafter blocks on some rows; groups of 2-4; the meta stride is the drafter table length of one
-    row (the pivot) minus one, plus zero or plus one."""
-    spec = draw(world_specs(run, min_n=2))
+    row (the pivot) minus one, plus zero or plus one; slot ids past 64 and 256 in half of them (a
+    refused group's members go through the per-row checks)."""
+    spec = draw(world_specs(run, min_n=2, wide_slots=True))
     ladder = draw(st.integers(1, 3))
     seqs = tuple(
         replace(

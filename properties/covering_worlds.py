@@ -80,7 +80,7 @@ def corner_targets(draw: st.DrawFn, blocking: str | None = ANY_CLAUSES) -> Targe
 def targeted_worlds(draw: st.DrawFn, run: RunConfig) -> tuple[Targets, WorldSpec]:
     """Values `corner_targets` drew, and a world that holds them (`realize`)."""
     t = draw(corner_targets())
-    return t, realize(draw, t, draw(world_specs(run, min_n=1 if t["G1"] else 2, wide_slots=False)))
+    return t, realize(draw, t, draw(world_specs(run, min_n=1 if t["G1"] else 2)))
 
 
 def covering_worlds(run: RunConfig) -> st.SearchStrategy[WorldSpec]:

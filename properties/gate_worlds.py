@@ -78,7 +78,7 @@ def corner_worlds(draw: st.DrawFn, run: RunConfig) -> tuple[WorldSpec, str | Non
     and which clause (None: open)."""
     clause = draw(CORNER_CLAUSES)
     t = draw(corner_targets(blocking=clause))
-    return realize(draw, t, draw(world_specs(run, min_n=2, wide_slots=False))), clause
+    return realize(draw, t, draw(world_specs(run, min_n=2))), clause
 
 
 @st.composite

@@ -79,7 +79,7 @@ def world_specs(
     step: st.SearchStrategy[StepSpec] | None = None,
     model: st.SearchStrategy[ModelSpec] | None = None,
     no_proposer: bool = False,
-    wide_slots: bool = True,
+    wide_slots: bool = False,
 ) -> WorldSpec:
     """A whole example: n sequences (slots any permutation, some without an SSM slot), which of
     them bootstrap, the step's levers, and optionally a fault plan.
@@ -93,9 +93,10 @@ def world_specs(
     off), so work done for an empty set of proposers shows. Drawn row by row, such a world all but
     disappears as mixes grow (one row of 64 that proposes is enough), so it is a whole-world choice.
 
-    `wide_slots`: one world in four takes its slot ids from `WIDE_SLOT_SPACE` (`in_wide_slot_space`).
-    P2's worlds, built to hold chosen gate clauses and model limits that slot ids do not change,
-    leave it out."""
+    `wide_slots`: half the worlds take their slot ids from `WIDE_SLOT_SPACE` (`in_wide_slot_space`),
+    for the properties whose worlds are refused by the all-rows checks (a propose group past its meta
+    stride, bad input), where the per-row checks run on those ids. Drawn last, so that the samples
+    of every other world keep their draws."""
     top = max(min_n, run.max_n)
     lo = max(min_n, 2) if top >= 2 and not draw(ONE_IN_8) else min_n
     n = draw(mix_sizes(lo, top))
@@ -121,7 +122,7 @@ def world_specs(
         cache_seed=draw(TOKEN_SEEDS),
         faults=draw(fault_specs_for(len(bootstrap), m.group_cap)) if faults else (),
     )
-    if wide_slots and draw(ONE_IN_4):  # drawn last: everything above keeps its draws
+    if wide_slots and draw(BOOLS):
         return draw(in_wide_slot_space(world))
     return world
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
-from properties.draws import BOOLS, TOKEN_SEEDS, index_sets, ints, permutations_of
+from properties.draws import TOKEN_SEEDS, ints, permutations_of
 from properties.fault_plans import fault_specs_for
 from properties.model_strategies import model_specs
 from properties.seq_strategies import seq_specs_for
@@ -44,10 +44,7 @@ def wide_world_specs(draw: st.DrawFn, run: RunConfig, shapes: st.SearchStrategy[
     seq = seq_specs_for(m, False)
     slots = draw(permutations_of(WIDE_SLOTS))[:n]
     ssm = draw(permutations_of(WIDE_SLOTS))[:n]
-    # Rows without an SSM slot as in every other world: their slot id keys the row order, so a mix
-    # of both is where the all-rows checks defer to the per-row checks.
-    no_ssm = draw(index_sets(n, 0)) if draw(BOOLS) else frozenset()
-    seqs = tuple(replace(draw(seq), slot_idx=slots[i], ssm_slot=None if i in no_ssm else ssm[i]) for i in range(n))
+    seqs = tuple(replace(draw(seq), slot_idx=slots[i], ssm_slot=ssm[i]) for i in range(n))
     blocks = sum(-(-(s.cache_len + 1 + step.ladder_nd) // m.block_size) + 2 for s in seqs)
     m = replace(m, num_blocks=blocks + 8, num_draft_blocks=blocks + 8)
     return WorldSpec(

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import strategies as st
 
+from properties.aimed_worlds import stride_worlds
 from properties.config import RunConfig
 from properties.fault_kinds import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
 from properties.fault_plans import fault_specs
@@ -61,18 +62,15 @@ MIN_GROUP_DRAFTS = 0.5
 MIN_TWO_GROUPS = 0.2
 # Bootstrapped rows that sample, temperature > 0 (measured 0.357).
 MIN_SAMPLED_ROWS = 0.25
-# Of the sampled rows: top-p < 1 (measured 0.54), a tiny temperature <= 0.05 (0.325), a hot one > 1
-# (0.26).
+# Of the sampled rows: top-p < 1, a temperature <= 0.05, one > 1 (measured 0.54, 0.325, 0.26).
 MIN_TOP_P_CUT = 0.35
 MIN_TINY_TEMPERATURE = 0.2
 MIN_HOT_TEMPERATURE = 0.15
 # Distinct temperatures among the sampled rows: continuous, not three round values (measured 32).
 MIN_DISTINCT_TEMPERATURES = 25
-# Bootstrapped grammar rows whose grammar the step's token ends: the history walked it to its end
-# (measured 0.254).
+# Bootstrapped grammar rows whose grammar the step's token ends, walked to its end (measured 0.254).
 MIN_GRAMMAR_ENDED = 0.15
-# Dispatch specs (P2) with a DFlash drafter model, which the gate's G5 reads (measured 0.605: the
-# covering worlds draw one two times in three).
+# Dispatch specs (P2) with a DFlash drafter model, read by G5 (measured 0.605: drawn two times in three).
 MIN_DFLASH = 0.1
 # Sequences with no tool-call-end token at all (requests without tools; measured 0.2).
 MIN_NO_TOOL_CALL_END = 0.1
@@ -86,9 +84,10 @@ MIN_NEAR_TIE_SAMPLED = 0.4
 MIN_TEMPERATURE_NEAR_ONE = 0.15
 # Held rows whose own top token is an EOS id, so that the hold moves their token (measured 0.57).
 MIN_HELD_EOS_TOP = 0.35
-# Wide worlds (`wide_world_specs`): examples past 16 rows and past 64, with a slot or SSM slot past
-# 64 and past 256, with a last token past 32767 and past 65535 (measured 0.80, 0.23, 0.93, 0.93,
-# 0.65, 0.63).
+# P3's stride worlds with two slot ids 64 apart (`strategies.in_wide_slot_space`; measured 0.34).
+MIN_SLOTS_64_APART = 0.2
+# Wide worlds (`wide_world_specs`): past 16 and 64 rows, a slot or SSM slot past 64 and 256, a last
+# token past 32767 and 65535 (measured 0.80, 0.23, 0.93, 0.93, 0.65, 0.63).
 WIDE_SAMPLE = 40
 MIN_WIDE = {
     "rows > 16": 0.5,
@@ -191,7 +190,8 @@ def measure() -> Measured:
     v["two groups or more"] = fraction(two, len(p1))
     v["grammar rows ended by the grammar"] = fraction(grammar_ended, grammar_rows)
     v["decode rows with their best two logits tied"] = fraction(tied, boot_rows)
-    wide = fixed_sample(wide_world_specs(RUN), WIDE_SAMPLE)
+    wide, strided = fixed_sample(wide_world_specs(RUN), WIDE_SAMPLE), fixed_sample(stride_worlds(RUN), 100)
+    v["slot ids 64 apart"] = fraction(sum(len({q.slot_idx % 64 for q in s.seqs}) < len(s.seqs) for s in strided), 100)
     for name, hit in wide_reach().items():
         v[f"wide: {name}"] = fraction(sum(hit(s) for s in wide), len(wide))
     worlds = [build_world(s) for s in p1[:50]]
@@ -260,6 +260,7 @@ def measured() -> Measured:
         ("near tie set (of sampled)", MIN_NEAR_TIE_SAMPLED),
         ("temperature within 5 % of 1 (of sampled)", MIN_TEMPERATURE_NEAR_ONE),
         ("own top token an EOS id (of held)", MIN_HELD_EOS_TOP),
+        ("slot ids 64 apart", MIN_SLOTS_64_APART),
         *((f"wide: {name}", threshold) for name, threshold in MIN_WIDE.items()),
     ],
 )

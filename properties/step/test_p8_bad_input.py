@@ -25,7 +25,7 @@ from properties.world import build_world
 @covers("P8 bad input", "B1")
 @given(data=st.data())
 def test_p8_bad_indices_raise_before_touching_anything(run: RunConfig, data: st.DataObject) -> None:
-    spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
+    spec: WorldSpec = data.draw(world_specs(run, min_n=2, wide_slots=True), label="spec")
     n = len(spec.seqs)
     kind = data.draw(st.sampled_from(("unsorted", "duplicate", "out_of_range", "negative")))
     idxs = {"unsorted": [n - 1, 0], "duplicate": [0, 0], "out_of_range": [0, n], "negative": [-1, 0]}[kind]
@@ -47,7 +47,7 @@ def test_p8_bad_indices_raise_before_touching_anything(run: RunConfig, data: st.
 def test_p8_bad_rows_have_a_defined_outcome(run: RunConfig, data: st.DataObject) -> None:
     """A NaN logits row finishes that row only (B9); an out-of-vocabulary last token or a full
     sequence fails the whole `decode_batch` (B2, D2); the rest matches the reference."""
-    spec: WorldSpec = data.draw(world_specs(run, min_n=1), label="spec")
+    spec: WorldSpec = data.draw(world_specs(run, min_n=1, wide_slots=True), label="spec")
     kind = data.draw(st.sampled_from(("nan_row", "full", "out_of_vocab")))
     j = data.draw(st.sampled_from(spec.bootstrap))
     if kind == "nan_row":
