@@ -73,14 +73,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def selected(only: list[str] | None, subset: bool = False, per_id: int = 1, impl: str | None = None) -> list[Mutant]:
-    """The mutants named by `--only`, in the order given, those written for `impl` and the
-    catalogue's mutants of code it shares (`shared_with`), the subset
-    (`mutants.catalogue.cover`), or the whole catalogue."""
+    """The mutants named by `--only`, in the order given; else those written for `impl` and the
+    catalogue's mutants of code it shares (`shared_with`), or the whole catalogue without `impl`;
+    of those, with `subset`, the subset (`mutants.catalogue.cover`)."""
     if only:
         return [by_id(i) for i in only]
-    if impl is not None:
-        return for_impl(impl) + shared_with(impl)
-    return cover(CATALOGUE, per_id) if subset else list(CATALOGUE)
+    pool = for_impl(impl) + shared_with(impl) if impl is not None else list(CATALOGUE)
+    return cover(pool, per_id) if subset else pool
 
 
 def shared_with(impl: str) -> list[Mutant]:

@@ -41,3 +41,10 @@ def test_the_suite_of_a_mutant_runs_against_its_implementation() -> None:
     assert "--impl" not in pytest_args(["t"], opts)
     cmd = pytest_args(["t"], opts, None, VECTOR_IMPL)
     assert cmd[cmd.index("--impl") + 1] == VECTOR_IMPL and cmd[-1] == "t"
+
+
+def test_a_subset_run_for_an_implementation_keeps_every_id_of_its_whole_run() -> None:
+    """`--subset --impl vector` runs a subset of that implementation's selection, not all of it."""
+    whole, subset = selected(None, impl=VECTOR_IMPL), selected(None, subset=True, impl=VECTOR_IMPL)
+    assert set(subset) < set(whole)
+    assert {i for m in subset for i in m.ids} == {i for m in whole for i in m.ids}
