@@ -10,7 +10,7 @@ import functools
 from hypothesis import strategies as st
 
 SLOT_BUCKETS = (8, 16, 64, 256)
-WIDE_SLOT_SPACE = 512  # slot ids of one ordinary world in four (`strategies.in_wide_slot_space`)
+WIDE_SLOT_SPACE = 512  # slot ids of the wide worlds and of `strategies.in_wide_slot_space`
 
 
 def slots_for(n: int) -> int:

@@ -7,7 +7,7 @@ from dataclasses import replace
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
-from properties.draws import TOKEN_SEEDS, ints, permutations_of
+from properties.draws import TOKEN_SEEDS, WIDE_SLOT_SPACE, ints, permutations_of
 from properties.fault_plans import fault_specs_for
 from properties.model_strategies import model_specs
 from properties.seq_strategies import seq_specs_for
@@ -19,7 +19,7 @@ from properties.strategies import STEP_SPECS
 # of 2**17 and of a tokenizer's 151665). A large vocabulary costs the CPU about as much as 10 rows do,
 # so a world is wide in rows, in vocabulary, or in both at 17-20 rows. Caches hold what the world
 # needs, not every slot's longest sequence.
-WIDE_SLOTS = 512
+WIDE_SLOTS = WIDE_SLOT_SPACE
 WIDE_SHAPES = st.sampled_from(("rows", "vocab", "both"))
 WIDE_ROWS = st.one_of(st.integers(17, 24), st.integers(65, 72))
 WIDE_VOCABS = st.sampled_from((131072, 151665))
