@@ -141,8 +141,8 @@ def aliasing_ids(draw: st.DrawFn, n: int) -> list[int]:
 @st.composite
 def in_wide_slot_space(draw: st.DrawFn, world: WorldSpec) -> WorldSpec:
     """`world` with its sequence and SSM slot ids drawn anew from `WIDE_SLOT_SPACE` (`aliasing_ids`:
-    a slot kept in a 64-bit mask or an 8-bit id meets every path any property's mix takes, not only
-    the wide worlds' common ones), its caches still sized for its own mix."""
+    a slot kept in a 64-bit mask or an 8-bit id then meets the paths this world takes, not only the
+    wide worlds' common ones), its caches still sized for its own mix."""
     n, sized = len(world.seqs), model_config(world.model)
     slots, ssm = draw(aliasing_ids(n)), draw(aliasing_ids(n))
     model = replace(
