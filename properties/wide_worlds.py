@@ -48,14 +48,14 @@ def wide_world_specs(draw: st.DrawFn, run: RunConfig, shapes: st.SearchStrategy[
     seqs = tuple(replace(draw(seq), slot_idx=slots[i], ssm_slot=ssm[i]) for i in range(n))
     blocks = sum(-(-(s.cache_len + 1 + step.ladder_nd) // m.block_size) + 2 for s in seqs)
     m = replace(m, num_blocks=blocks + 8, num_draft_blocks=blocks + 8)
-    spec = WorldSpec(
-        model=m,
-        seqs=seqs,
-        bootstrap=tuple(range(n)),
-        step=step,
-        cache_seed=draw(TOKEN_SEEDS),
-        faults=draw(fault_specs_for(n, m.group_cap)),
-    )
+    cache_seed, faults = draw(TOKEN_SEEDS), draw(fault_specs_for(n, m.group_cap))
     # Drawn last, so that every earlier draw of a derandomized sample stays where it was.
     bare = draw(st.sets(st.integers(0, n - 1), max_size=max(1, n // 4)) | st.just(frozenset()))
-    return replace(spec, seqs=tuple(replace(s, ssm_slot=None) if i in bare else s for i, s in enumerate(seqs)))
+    return WorldSpec(
+        model=m,
+        seqs=tuple(replace(s, ssm_slot=None) if i in bare else s for i, s in enumerate(seqs)),
+        bootstrap=tuple(range(n)),
+        step=step,
+        cache_seed=cache_seed,
+        faults=faults,
+    )
