@@ -18,6 +18,7 @@ from jobs.session import ROOT, Session, pairs, read_json
 
 GPU_TESTS_SHARE = 0.4  # of the budget, at most, for the GPU tests
 AUTO = "auto"  # the GPU tests: every file of tests/ that marks a test `gpu`
+NONE = "none"  # no GPU tests (as is `--gpu-tests` with no path)
 
 
 @dataclass(slots=True, frozen=True)
@@ -35,7 +36,7 @@ class CheckParams:
     mps: bool = field(default=False, metadata={"help": "the workers share each GPU through CUDA MPS"})
     gpu_tests: tuple[str, ...] = field(
         default=(AUTO,),
-        metadata={"help": f"paths of the `-m gpu` run ({AUTO}: the files of tests/ that mark any; none: skip)"},
+        metadata={"help": f"paths of the `-m gpu` run ({AUTO}: the files of tests/ that mark any; {NONE}: skip)"},
     )
     generations_minutes: float = field(default=0.0, metadata={"help": "P9's figures for this long first (0: none)"})
 
@@ -49,7 +50,10 @@ def suite_options(p: CheckParams) -> list[str]:
 
 def gpu_test_files(paths: tuple[str, ...]) -> list[str]:
     """`paths`, with `AUTO` standing for the files of tests/ that name `mark.gpu` (so that a module
-    whose own imports need packages a GPU host may lack, and that has no GPU test, is not collected)."""
+    whose own imports need packages a GPU host may lack, and that has no GPU test, is not collected);
+    none at all where `paths` is `NONE` alone."""
+    if paths == (NONE,):
+        return []
     found = [
         str(f.relative_to(ROOT)) for f in sorted((ROOT / "tests").glob("test_*.py")) if "mark.gpu" in f.read_text()
     ]

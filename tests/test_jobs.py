@@ -18,7 +18,7 @@ import torch
 
 from benchmarks import profile as profiler
 from jobs import profile as profile_job
-from jobs.check import AUTO, gpu_test_files
+from jobs.check import AUTO, NONE, gpu_test_files
 from jobs.environment import wheels_to_install
 from jobs.session import Session, child_env
 
@@ -177,6 +177,7 @@ def test_the_gpu_tests_are_the_files_that_mark_any() -> None:
     files = gpu_test_files((AUTO, "tests/test_mine.py"))
     assert "tests/test_paged_attention.py" in files and "tests/test_static_passes.py" in files
     assert "tests/test_databases.py" not in files and files[-1] == "tests/test_mine.py"
+    assert gpu_test_files((NONE,)) == [] == gpu_test_files(()), "none: no GPU tests, not a path named none"
 
 
 def test_the_profile_job_knows_the_profilers_modes() -> None:
