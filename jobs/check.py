@@ -51,8 +51,10 @@ def suite_options(p: CheckParams) -> list[str]:
 def gpu_test_files(paths: tuple[str, ...]) -> list[str]:
     """`paths`, with `AUTO` standing for the files of tests/ that name `mark.gpu` (so that a module
     whose own imports need packages a GPU host may lack, and that has no GPU test, is not collected);
-    none at all where `paths` is `NONE` alone."""
-    if paths == (NONE,):
+    none at all where `paths` is `NONE` alone (ValueError where `NONE` comes with paths)."""
+    if NONE in paths:
+        if len(paths) > 1:
+            raise ValueError(f"--gpu-tests: {NONE!r} skips the GPU tests and takes no paths besides it: {list(paths)}")
         return []
     found = [
         str(f.relative_to(ROOT)) for f in sorted((ROOT / "tests").glob("test_*.py")) if "mark.gpu" in f.read_text()

@@ -178,6 +178,8 @@ def test_the_gpu_tests_are_the_files_that_mark_any() -> None:
     assert "tests/test_paged_attention.py" in files and "tests/test_static_passes.py" in files
     assert "tests/test_databases.py" not in files and files[-1] == "tests/test_mine.py"
     assert gpu_test_files((NONE,)) == [] == gpu_test_files(()), "none: no GPU tests, not a path named none"
+    with pytest.raises(ValueError, match="takes no paths besides it"):
+        gpu_test_files((NONE, "tests/test_mine.py"))
 
 
 def test_the_profile_job_knows_the_profilers_modes() -> None:
