@@ -4,23 +4,28 @@ with a summary table.
     python -m properties.verify [--profile dev|ci|nightly|gpu] [--device best|cpu|cuda]
                                 [--numerics exact|fast] [--dtype float64|float32|bfloat16]
                                 [--max-n N] [--impl module:function] [--workers N|auto]
-                                [--matrix] [-- extra pytest arguments]
+                                [--mps auto|on|off] [--matrix] [-- extra pytest arguments]
 
 The properties run on pytest-xdist workers: by default one per CPU core on the CPU, and on CUDA
 `GPU_WORKERS` per visible GPU (the plugin pins each worker to one GPU and one torch thread), so a
-step of the tiny model on one worker overlaps the Python of the others.
+step of the tiny model on one worker overlaps the Python of the others. Where several workers share
+a GPU they share it through CUDA MPS (`properties.gpu.cuda_mps`, a private daemon for this run):
+without it the GPU runs one worker's context at a time, and every host read of the tiny model's
+steps waits for its context's turn.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 
 import pytest
 
 from properties.behaviours import matrix_text, uncovered
 from properties.config import DTYPES
+from properties.gpu import CONTROL, MpsError, cuda_mps
 
 GPU_WORKERS = 4  # workers per GPU under `--workers auto` on CUDA, at most one per CPU core
 
@@ -38,6 +43,30 @@ def workers(requested: str, device: str) -> int:
     return min(cores, GPU_WORKERS * gpus) if gpus else cores
 
 
+def gpus_of(device: str) -> int:
+    """The GPUs the job's workers spread over on `device` (0 on the CPU or where CUDA is absent)."""
+    if device == "cpu":
+        return 0
+    import torch
+
+    if not torch.cuda.is_available():
+        return 0
+    return 1 if device.startswith("cuda:") else torch.cuda.device_count()
+
+
+def use_mps(mode: str, gpus: int, n_workers: int) -> bool:
+    """Whether the run's workers share their GPUs through MPS: `on` always (a ValueError without a
+    GPU), `off` never, `auto` where more than one worker shares a GPU and the control binary is
+    installed."""
+    if mode == "off":
+        return False
+    if mode == "on":
+        if not gpus:
+            raise ValueError("--mps on: the run has no CUDA device (give --device cuda on a GPU machine)")
+        return True
+    return gpus > 0 and n_workers > gpus and shutil.which(CONTROL) is not None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m properties.verify", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -49,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-n", type=int, default=None, help="largest sequence mix")
     parser.add_argument("--impl", default=None, help="the implementation under test: a name or module:function")
     parser.add_argument("--workers", default="auto", help="pytest-xdist workers, or 0 for none (default auto)")
+    parser.add_argument("--mps", default="auto", choices=("auto", "on", "off"),
+                        help="workers share each GPU through CUDA MPS (default auto: where several share one)")
     parser.add_argument("--matrix", action="store_true", help="print the behaviour x property matrix and exit")
     args, extra = parser.parse_known_args(argv)
     if args.matrix:
@@ -73,6 +104,22 @@ def main(argv: list[str] | None = None) -> int:
     n = workers(args.workers, args.device)
     pytest_args += ["-n", str(n)] if n > 1 else []
     pytest_args += [a for a in extra if a != "--"]
+    try:
+        shared = use_mps(args.mps, gpus_of(args.device), n)
+    except ValueError as e:
+        print(f"properties.verify: {e}", file=sys.stderr)
+        return 2
+    if not shared:
+        return int(pytest.main(pytest_args))
+    try:
+        with cuda_mps():
+            print(f"properties.verify: {n} workers share the GPU through CUDA MPS", flush=True)
+            return int(pytest.main(pytest_args))
+    except MpsError as e:  # raised before pytest starts: the daemon did not come up
+        if args.mps == "on":
+            print(f"properties.verify: {e}", file=sys.stderr)
+            return 2
+        print(f"properties.verify: {e}; the workers take turns on the GPU without it", flush=True)
     return int(pytest.main(pytest_args))
 
 
