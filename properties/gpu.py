@@ -7,12 +7,13 @@ GPU k modulo the GPU count). A GPU has `ceil(workers / GPUs)` places. The lock d
 process, so the worker xdist starts in place of a crashed one claims the place the crashed worker
 held instead of doubling up on another GPU.
 
-MPS: CUDA MPS for the worker processes of one GPU host (`--mps` of the nightly and of `mutants.run`).
+MPS: CUDA MPS for the worker processes of one GPU host (`--mps` of the nightly and of `mutants.run`,
+the default of `properties.verify`).
 
 Without it, each worker process has a CUDA context of its own and the GPU runs one context at a
-time: the suite's kernels are tiny and every host read waits for its context's turn, so 16 workers
-on one H200 checked about 5 P1 examples a second. Under MPS the workers' kernels share the GPU
-at once (about 15 a second). `cuda_mps` starts a control daemon
+time: the suite's kernels are tiny and every host read waits for its context's turn. Under MPS the
+workers' kernels share the GPU at once: 16 workers on one H200 checked 56.7 P1 examples a second
+(fast bf16), about three times what they checked taking turns (`docs/numerics.md`). `cuda_mps` starts a control daemon
 (`nvidia-cuda-mps-control -d`) with its pipe and log folders in a fresh temporary folder, points
 the environment (hence every worker started later) at it, and quits it when the run ends. Nothing
 about the GPU's own settings changes: the compute mode stays as it is, and the daemon's clients are

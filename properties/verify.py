@@ -6,12 +6,12 @@ with a summary table.
                                 [--max-n N] [--impl module:function] [--workers N|auto]
                                 [--mps auto|on|off] [--matrix] [-- extra pytest arguments]
 
-The properties run on pytest-xdist workers: by default one per CPU core on the CPU, and on CUDA
-`GPU_WORKERS` per visible GPU (the plugin pins each worker to one GPU and one torch thread), so a
-step of the tiny model on one worker overlaps the Python of the others. Where several workers share
-a GPU they share it through CUDA MPS (`properties.gpu.cuda_mps`, a private daemon for this run):
-without it the GPU runs one worker's context at a time, and every host read of the tiny model's
-steps waits for its context's turn.
+The properties run on pytest-xdist workers, by default one per CPU core (the plugin pins each
+worker to one GPU and one torch thread), so a step of the tiny model on one worker overlaps the
+Python of the others. On CUDA the workers share each GPU through CUDA MPS (`properties.gpu.cuda_mps`,
+a private daemon for this run) wherever the driver's control binary is installed: without it the
+GPU runs one worker's context at a time, every host read of the tiny model's steps waits for its
+context's turn, and the job takes `GPU_WORKERS` per GPU, as more would check no more.
 """
 
 from __future__ import annotations
@@ -27,20 +27,7 @@ from properties.behaviours import matrix_text, uncovered
 from properties.config import DTYPES
 from properties.gpu import CONTROL, MpsError, cuda_mps
 
-GPU_WORKERS = 4  # workers per GPU under `--workers auto` on CUDA, at most one per CPU core
-
-
-def workers(requested: str, device: str) -> int:
-    """The xdist workers for `--workers` (`auto`, or a count; 0 runs in this process) on `device`."""
-    if requested != "auto":
-        return int(requested)
-    cores = os.cpu_count() or 1
-    if device == "cpu":
-        return cores
-    import torch
-
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    return min(cores, GPU_WORKERS * gpus) if gpus else cores
+GPU_WORKERS = 4  # workers per GPU under `--workers auto` on CUDA where they take turns (no MPS)
 
 
 def gpus_of(device: str) -> int:
@@ -54,17 +41,29 @@ def gpus_of(device: str) -> int:
     return 1 if device.startswith("cuda:") else torch.cuda.device_count()
 
 
-def use_mps(mode: str, gpus: int, n_workers: int) -> bool:
-    """Whether the run's workers share their GPUs through MPS: `on` always (a ValueError without a
-    GPU), `off` never, `auto` where more than one worker shares a GPU and the control binary is
-    installed."""
+def workers(requested: str, device: str, shared: bool = False) -> int:
+    """The xdist workers for `--workers` (`auto`, or a count; 0 runs in this process) on `device`.
+    `auto`: one per core on the CPU, and on CUDA where the workers share the GPUs through MPS (there
+    the examples a second grow with the workers: 16 on one H200 checked 14 times one process's P1
+    examples, docs/numerics.md); else `GPU_WORKERS` per GPU, since workers that take turns on a GPU
+    check no more for being more."""
+    if requested != "auto":
+        return int(requested)
+    cores = os.cpu_count() or 1
+    gpus = gpus_of(device)
+    return cores if not gpus or shared else min(cores, GPU_WORKERS * gpus)
+
+
+def mps_wanted(mode: str, gpus: int) -> bool:
+    """Whether the run's workers are to share their GPUs through MPS: `on` always (a ValueError
+    without a GPU), `off` never, `auto` on a GPU where the control binary is installed."""
     if mode == "off":
         return False
     if mode == "on":
         if not gpus:
             raise ValueError("--mps on: the run has no CUDA device (give --device cuda on a GPU machine)")
         return True
-    return gpus > 0 and n_workers > gpus and shutil.which(CONTROL) is not None
+    return gpus > 0 and shutil.which(CONTROL) is not None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,26 +100,32 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if value is not None:
             pytest_args += [flag, str(value)]
-    n = workers(args.workers, args.device)
-    pytest_args += ["-n", str(n)] if n > 1 else []
     pytest_args += [a for a in extra if a != "--"]
     try:
-        shared = use_mps(args.mps, gpus_of(args.device), n)
+        gpus = gpus_of(args.device)
+        wanted = mps_wanted(args.mps, gpus)
     except ValueError as e:
         print(f"properties.verify: {e}", file=sys.stderr)
         return 2
-    if not shared:
-        return int(pytest.main(pytest_args))
+    n = workers(args.workers, args.device, wanted)
+    if not wanted or (args.mps == "auto" and n <= gpus):  # no GPU is shared by two workers
+        return run_pytest(pytest_args, n)
     try:
         with cuda_mps():
             print(f"properties.verify: {n} workers share the GPU through CUDA MPS", flush=True)
-            return int(pytest.main(pytest_args))
+            return run_pytest(pytest_args, n)
     except MpsError as e:  # raised before pytest starts: the daemon did not come up
         if args.mps == "on":
             print(f"properties.verify: {e}", file=sys.stderr)
             return 2
-        print(f"properties.verify: {e}; the workers take turns on the GPU without it", flush=True)
-    return int(pytest.main(pytest_args))
+        n = workers(args.workers, args.device)
+        print(f"properties.verify: {e}; {n} workers take turns on the GPU without it", flush=True)
+    return run_pytest(pytest_args, n)
+
+
+def run_pytest(pytest_args: list[str], n: int) -> int:
+    """pytest's exit code for `pytest_args` on `n` xdist workers (in this process for 0 or 1)."""
+    return int(pytest.main(pytest_args + (["-n", str(n)] if n > 1 else [])))
 
 
 if __name__ == "__main__":

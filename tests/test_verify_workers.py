@@ -10,7 +10,7 @@ import pytest
 
 from properties import verify
 from properties.gpu import PIPE_ENV
-from properties.verify import use_mps, workers
+from properties.verify import mps_wanted, workers
 
 
 def test_auto_is_one_worker_per_core_on_the_cpu_and_a_count_is_taken_as_given() -> None:
@@ -18,15 +18,23 @@ def test_auto_is_one_worker_per_core_on_the_cpu_and_a_count_is_taken_as_given() 
     assert workers("3", "cpu") == 3 and workers("0", "cuda") == 0
 
 
-def test_mps_by_default_only_where_workers_share_a_gpu_and_the_daemon_is_installed(
+def test_mps_by_default_on_a_gpu_where_the_daemon_is_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(verify.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert mps_wanted("auto", 1) and mps_wanted("auto", 2) and mps_wanted("on", 1)
+    assert not mps_wanted("auto", 0) and not mps_wanted("off", 1)
+    monkeypatch.setattr(verify.shutil, "which", lambda name: None)
+    assert not mps_wanted("auto", 1)
+    with pytest.raises(ValueError, match="--mps on: the run has no CUDA device"):
+        mps_wanted("on", 0)
+
+
+def test_gpu_workers_are_one_per_core_under_mps_and_a_few_per_gpu_taking_turns(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(verify.shutil, "which", lambda name: f"/usr/bin/{name}")
-    assert use_mps("auto", 1, 4) and use_mps("auto", 2, 8)
-    assert not use_mps("auto", 1, 1) and not use_mps("auto", 2, 2) and not use_mps("auto", 0, 2)
-    assert not use_mps("off", 1, 4) and use_mps("on", 1, 1)
-    monkeypatch.setattr(verify.shutil, "which", lambda name: None)
-    assert not use_mps("auto", 1, 4)
+    monkeypatch.setattr(verify.os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(verify, "gpus_of", lambda device: 0 if device == "cpu" else 1)
+    assert workers("auto", "cuda", shared=True) == 16 and workers("auto", "cpu") == 16
+    assert workers("auto", "cuda") == verify.GPU_WORKERS and workers("5", "cuda", shared=True) == 5
 
 
 def test_mps_on_without_a_gpu_is_refused_before_pytest_starts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,9 +52,29 @@ def test_a_daemon_that_does_not_start_fails_mps_on_and_leaves_auto_without_it(
     monkeypatch.delenv(PIPE_ENV, raising=False)
     monkeypatch.setattr(verify.shutil, "which", lambda name: str(control))
     monkeypatch.setattr(verify, "gpus_of", lambda device: 1)
+    monkeypatch.setattr(verify.os, "cpu_count", lambda: 16)
     ran: list[list[str]] = []
     monkeypatch.setattr(verify.pytest, "main", lambda args: ran.append(args) or 0)
-    assert verify.main(["--device", "cuda", "--workers", "2", "--mps", mode]) == code
+    assert verify.main(["--device", "cuda", "--mps", mode]) == code
     out = capsys.readouterr()
     assert "exited 1: no GPU here" in out.out + out.err
-    assert len(ran) == (1 if mode == "auto" else 0)
+    # auto goes on without MPS, with the workers of taking turns rather than one per core
+    assert ran == ([] if mode == "on" else [ran[0]])
+    assert mode == "on" or ran[0][-2:] == ["-n", str(verify.GPU_WORKERS)]
+
+
+def test_auto_on_a_gpu_runs_one_worker_per_core_inside_a_private_daemon(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    control = tmp_path / "nvidia-cuda-mps-control"
+    control.write_text('#!/bin/sh\nif [ "$1" = "-d" ]; then touch "$CUDA_MPS_PIPE_DIRECTORY/control"; fi\n')
+    control.chmod(0o755)
+    monkeypatch.delenv(PIPE_ENV, raising=False)
+    monkeypatch.setattr(verify.shutil, "which", lambda name: str(control))
+    monkeypatch.setattr(verify, "gpus_of", lambda device: 1)
+    monkeypatch.setattr(verify.os, "cpu_count", lambda: 16)
+    seen: list[tuple[list[str], str | None]] = []
+    monkeypatch.setattr(verify.pytest, "main", lambda args: seen.append((args, os.environ.get(PIPE_ENV))) or 0)
+    assert verify.main(["--device", "cuda"]) == 0
+    (args, pipe), = seen
+    assert args[-2:] == ["-n", "16"] and pipe is not None and PIPE_ENV not in os.environ
