@@ -42,39 +42,47 @@ def test_mps_on_without_a_gpu_is_refused_before_pytest_starts(capsys: pytest.Cap
     assert "--mps on: the run has no CUDA device" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("mode", "code"), [("auto", 0), ("on", 2)])
-def test_a_daemon_that_does_not_start_fails_mps_on_and_leaves_auto_without_it(
-    mode: str, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+START_FAILS = "#!/bin/sh\necho no GPU here >&2\nexit 1\n"
+STARTS = '#!/bin/sh\nif [ "$1" = "-d" ]; then touch "$CUDA_MPS_PIPE_DIRECTORY/control"; fi\n'
+
+
+Runs = list[tuple[list[str], str | None]]
+
+
+def gpu_host(control_script: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Runs:
+    """A host of one GPU and 16 cores whose MPS control binary runs `control_script`; the list
+    receives the arguments of each pytest run the job starts, with the MPS pipe it ran under."""
     control = tmp_path / "nvidia-cuda-mps-control"
-    control.write_text("#!/bin/sh\necho no GPU here >&2\nexit 1\n")
+    control.write_text(control_script)
     control.chmod(0o755)
     monkeypatch.delenv(PIPE_ENV, raising=False)
     monkeypatch.setattr(verify.shutil, "which", lambda name: str(control))
     monkeypatch.setattr(verify, "gpus_of", lambda device: 1)
     monkeypatch.setattr(verify.os, "cpu_count", lambda: 16)
-    ran: list[list[str]] = []
-    monkeypatch.setattr(verify.pytest, "main", lambda args: ran.append(args) or 0)
+    runs: Runs = []
+    monkeypatch.setattr(verify.pytest, "main", lambda args: runs.append((args, os.environ.get(PIPE_ENV))) or 0)
+    return runs
+
+
+@pytest.mark.parametrize(("mode", "code"), [("auto", 0), ("on", 2)])
+def test_a_daemon_that_does_not_start_fails_mps_on_and_leaves_auto_without_it(
+    mode: str, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = gpu_host(START_FAILS, tmp_path, monkeypatch)
     assert verify.main(["--device", "cuda", "--mps", mode]) == code
     out = capsys.readouterr()
     assert "exited 1: no GPU here" in out.out + out.err
-    # auto goes on without MPS, with the workers of taking turns rather than one per core
-    assert ran == ([] if mode == "on" else [ran[0]])
-    assert mode == "on" or ran[0][-2:] == ["-n", str(verify.GPU_WORKERS)]
+    if mode == "on":
+        assert runs == []
+    else:  # on without MPS, with the workers of taking turns rather than one per core
+        ((args, pipe),) = runs
+        assert args[-2:] == ["-n", str(verify.GPU_WORKERS)] and pipe is None
 
 
 def test_auto_on_a_gpu_runs_one_worker_per_core_inside_a_private_daemon(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    control = tmp_path / "nvidia-cuda-mps-control"
-    control.write_text('#!/bin/sh\nif [ "$1" = "-d" ]; then touch "$CUDA_MPS_PIPE_DIRECTORY/control"; fi\n')
-    control.chmod(0o755)
-    monkeypatch.delenv(PIPE_ENV, raising=False)
-    monkeypatch.setattr(verify.shutil, "which", lambda name: str(control))
-    monkeypatch.setattr(verify, "gpus_of", lambda device: 1)
-    monkeypatch.setattr(verify.os, "cpu_count", lambda: 16)
-    seen: list[tuple[list[str], str | None]] = []
-    monkeypatch.setattr(verify.pytest, "main", lambda args: seen.append((args, os.environ.get(PIPE_ENV))) or 0)
+    runs = gpu_host(STARTS, tmp_path, monkeypatch)
     assert verify.main(["--device", "cuda"]) == 0
-    (args, pipe), = seen
+    ((args, pipe),) = runs
     assert args[-2:] == ["-n", "16"] and pipe is not None and PIPE_ENV not in os.environ
