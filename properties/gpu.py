@@ -13,12 +13,12 @@ the default of `properties.verify`).
 Without it, each worker process has a CUDA context of its own and the GPU runs one context at a
 time: the suite's kernels are tiny and every host read waits for its context's turn. Under MPS the
 workers' kernels share the GPU at once: 16 workers on one H200 checked 56.7 P1 examples a second
-(fast bf16), about three times what they checked taking turns (`docs/numerics.md`). `cuda_mps` starts a control daemon
-(`nvidia-cuda-mps-control -d`) with its pipe and log folders in a fresh temporary folder, points
-the environment (hence every worker started later) at it, and quits it when the run ends. Nothing
-about the GPU's own settings changes: the compute mode stays as it is, and the daemon's clients are
-the run's processes alone. Where `CUDA_MPS_PIPE_DIRECTORY` already names a running daemon, that
-one is used and left running.
+(fast bf16), about three times what they checked taking turns (`docs/numerics.md`). `cuda_mps`
+starts a control daemon (`nvidia-cuda-mps-control -d`) with its pipe and log folders in a fresh
+temporary folder, points the environment (hence every worker started later) at it, and quits it
+when the run ends. Nothing about the GPU's own settings changes: the compute mode stays as it is,
+and the daemon's clients are the run's processes alone. Where `CUDA_MPS_PIPE_DIRECTORY` already
+names a running daemon, that one is used and left running.
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--impl", default=None, help="the implementation under test: a name or module:function")
     parser.add_argument("--workers", default="auto", help="pytest-xdist workers, or 0 for none (default auto)")
     parser.add_argument("--mps", default="auto", choices=("auto", "on", "off"),
-                        help="workers share each GPU through CUDA MPS (default auto: where several share one)")
+                        help="workers share each GPU through CUDA MPS (default auto: where its daemon is installed)")
     parser.add_argument("--matrix", action="store_true", help="print the behaviour x property matrix and exit")
     args, extra = parser.parse_known_args(argv)
     if args.matrix:
