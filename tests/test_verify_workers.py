@@ -1,5 +1,5 @@
-"""The main job's workers: one per core on the CPU unless told otherwise; 0 or 1 runs in-process;
-on CUDA, workers that share a GPU share it through MPS unless told otherwise."""
+"""The main job's workers: a count is taken as given (0 or 1 runs in-process); `auto` is one per
+core, on a GPU under MPS where its daemon is installed, else 4 per GPU taking turns."""
 
 from __future__ import annotations
 
