@@ -32,7 +32,7 @@ from properties.checks.mismatch import Mismatch
 from properties.checks.outside_weights import remember_weights, weights_written
 from properties.config import DEFAULT_REPLAYS, RunConfig
 from properties.faults import FaultyModel
-from properties.impl import Impl
+from properties.impl import Impl, canonical
 from properties.report import format_report
 from properties.side_by_side import Side, SideBySide
 from properties.specs import WorldSpec
@@ -56,7 +56,7 @@ def run_guarded(
     weights it wrote are put back before this returns."""
     models = [world.model]
     remember_weights(models)
-    packages = outside.packages_of(getattr(impl.step, "__module__", ""), impl.name.partition(":")[0])
+    packages = outside.packages_of(getattr(impl.step, "__module__", ""), canonical(impl.name).partition(":")[0])
     before = outside.snapshot(models, packages)
     side = run_step(world, model, impl.step, decisions)
     changed = outside.changes(before, outside.snapshot(models, packages)) + weights_written(models)

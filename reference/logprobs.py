@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from reference.model.kernels import row_softmax
 from reference.model.protocol import Model
 from reference.state import TokenLogprobs
 
@@ -25,7 +26,7 @@ def extract_single_logprobs(model: Model, row_logits: torch.Tensor, tok: int, k:
     row = row_logits.detach().to(torch.float64)
     if bool(torch.isnan(row).any() | torch.isposinf(row).any()) or not bool(torch.isfinite(row).any()):
         return None
-    lp = torch.log_softmax(row, dim=0)
+    lp = row_softmax(row[None], log=True)[0]  # bits that do not depend on where the row sits
     order = torch.sort(lp, descending=True, stable=True).indices[: min(k, vocab)]
     top = tuple(zip(order.tolist(), lp[order].tolist(), strict=True))
     return TokenLogprobs(token=tok, logprob=float(lp[tok]), top=top)

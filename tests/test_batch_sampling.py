@@ -185,7 +185,7 @@ def check_batch(
     assert torch.equal(logits.isnan(), before.isnan()) and torch.equal(logits.nan_to_num(), before.nan_to_num())
     assert [list(c.grammar.accepted) if c.grammar else None for c in cases] == accepted
     for j, c in enumerate(cases):
-        want = per_row(model, logits[j], c, sampling, j)
+        want = per_row(model, logits[j].clone(), c, sampling, j)  # the row alone, as in the per-sequence path
         mine = got[j] if isinstance(got[j], int) else str(got[j])
         assert mine == want, f"row {j}: one pass {mine!r}, per row {want!r} ({c})"
 
@@ -242,7 +242,9 @@ def check_logprobs(logits: torch.Tensor, tokens: list[int], ks: list[int], devic
     chosen, ids, lps, undefined = read_together([lr.chosen, lr.top_ids, lr.top_lp, lr.undefined])
     model = ArgmaxModel(logits.shape[1])
     for i in rows:
-        want = extract_single_logprobs(model, logits[i], tokens[i], ks[i])
+        # The row alone, in memory of its own, as the per-sequence path decodes it: a row's place in
+        # the batch (its address) must not change its bits.
+        want = extract_single_logprobs(model, logits[i].clone(), tokens[i], ks[i])
         got = to_logprobs(lr, i, tokens[i], chosen, ids, lps, undefined)
         assert got == want, f"row {i}: {got} != {want}"
 

@@ -8,6 +8,7 @@ import dataclasses
 import importlib
 import os
 import sys
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ import torch
 import batched.step as literal
 from batched.step import step_mtp_bootstrap_batched
 from properties.harness import run_side_by_side
-from properties.impl import plain
+from properties.impl import REGISTRY, Entry, load, plain
 from properties.specs import SeqSpec, WorldSpec
 from properties.world import base_model
 from reference.telemetry import log
@@ -131,3 +132,28 @@ def test_a_submodule_imported_during_the_step_is_not_a_change(monkeypatch: pytes
     monkeypatch.delattr(batched, "flashinfer_sampler")
     sbs = run_side_by_side(SPEC, plain(then(lambda _: importlib.import_module(name))))
     assert sbs.outside == [] and sbs.impl.error is None and name in sys.modules
+
+
+LIBRARY = "a_sampling_library"  # stands for a library the step calls, whose name is also the step's name
+
+
+def step_that_warms_a_library(model, active, sched, idxs, ladder_nd, verify_ctx) -> None:  # type: ignore[no-untyped-def]
+    """The default step, calling a library that registers its kernel on first use."""
+    step_mtp_bootstrap_batched(model, active, sched, idxs, ladder_nd, verify_ctx)
+    sys.modules[LIBRARY].REGISTRY.setdefault("sampling", object())  # type: ignore[attr-defined]
+
+
+def test_a_registry_name_is_not_a_package_to_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short name (FlashInfer's sampler is registered as `flashinfer`) names the step, not the
+    package of that name: the library's first-use cache is the library's, while the step's own
+    package stays watched."""
+    library = types.ModuleType(LIBRARY)
+    library.REGISTRY = {}  # type: ignore[attr-defined]
+    library.step = step_that_warms_a_library  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, LIBRARY, library)
+    monkeypatch.setitem(REGISTRY, LIBRARY, Entry(f"{__name__}:step_that_warms_a_library"))
+    sbs = run_side_by_side(SPEC, load(LIBRARY))
+    assert sbs.outside == [] and sbs.impl.error is None and "sampling" in library.REGISTRY
+    library.REGISTRY.clear()  # type: ignore[attr-defined]
+    with pytest.raises(AssertionError, match=f"module {LIBRARY} global REGISTRY"):
+        run_side_by_side(SPEC, load(f"{LIBRARY}:step"))  # a module's step: its package is watched

@@ -2,8 +2,9 @@
 for one row: from the float64 log-softmax of the RAW row (the logits as decoded, before penalties
 and masks), the chosen token's logprob and the top min(k, V) (id, logprob) pairs, best first, ties to
 the lowest id (a stable sort of the log-softmax); None where the log-softmax is undefined (a NaN or
-+inf logit, or no finite one). On the CPU a row's log-softmax inside [r, V] was measured bit-equal
-to the same row's alone (tests/test_batch_sampling.py).
++inf logit, or no finite one). The log-softmax is `reference.model.kernels.row_softmax`'s, as the
+per-row path's, so a row's bits inside [r, V] are the same row's alone, on the CPU and on CUDA
+(tests/test_batch_sampling.py, tests/test_softmax_rows.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from batched.vector.rows import int_column
+from reference.model.kernels import row_softmax
 from reference.state import TokenLogprobs
 
 
@@ -42,7 +44,7 @@ def logprob_pass(logits: torch.Tensor, rows: list[int], tokens: torch.Tensor, ks
     dev, vocab = logits.device, logits.shape[1]
     raw = logits.index_select(0, int_column(rows, dev)).to(torch.float64)  # [r, V]
     undefined = (raw.isnan() | raw.isposinf()).any(-1) | ~raw.isfinite().any(-1)  # [r]
-    lp = torch.log_softmax(raw, dim=-1)  # [r, V]
+    lp = row_softmax(raw, log=True)  # [r, V]: each row's bits as alone (reference.model.kernels)
     chosen = lp.gather(1, tokens[:, None])[:, 0]  # [r]
     kmax = min(max(ks, default=0), vocab)
     if kmax == 0:

@@ -11,8 +11,12 @@ Two numerics modes (`Numerics`):
   splitting those ops at vector boundaries; the kernel tests check it for the configurations used.
 - fast: the native kernels on the real M (attention padded only to what the caller gathered).
 
-Reductions that are row-local by construction (softmax over the last dim, argmax, elementwise ops
-whose result is correctly rounded: add, mul, div, sqrt, where) are safe in both modes.
+Reductions that are row-local by construction (argmax, elementwise ops whose result is correctly
+rounded: add, mul, div, sqrt, where) are safe in both modes. A softmax over the vocabulary is
+row-local but not place-free: CUDA's softmax kernels read a row in 16-byte vectors and reduce the
+elements before its first aligned one apart, so with a width that is not a multiple of the vector
+(a tokenizer's 151665, the suite's 601) a row's bits depend on where it starts, alone or at row r of
+a batch. `row_softmax` runs it on rows padded to whole `ALIGN_BYTES` lines, every row on one.
 """
 
 from __future__ import annotations
@@ -153,11 +157,28 @@ def attention(
     return tiled(nm, core, [q, k, v, lengths], pads=[0, 0, 0, 1])  # type: ignore[return-value]
 
 
+# The line every row of a softmax over the vocabulary starts on (see the module docstring): a
+# multiple of any vector width a GPU reads rows in.
+ALIGN_BYTES = 128
+
+
+def row_softmax(x: torch.Tensor, log: bool = False) -> torch.Tensor:
+    """softmax (`log`: log-softmax) of each row of x [M, V] -> [M, V], x's dtype; each row's bits are
+    the same wherever the row sits in memory and whatever rows are beside it, on the CPU and on CUDA.
+    The rows are copied into a fresh [M, V'] tensor, V' the least width of whole `ALIGN_BYTES` lines,
+    the new columns -inf (an exact zero of the softmax's sum, and never a row's max unless every
+    entry is -inf, whose softmax is undefined either way)."""
+    per_line = ALIGN_BYTES // x.element_size()
+    wide = F.pad(x, (0, -x.shape[-1] % per_line), value=float("-inf"))  # a new tensor, even when no column is added
+    out = torch.log_softmax(wide, dim=-1) if log else torch.softmax(wide, dim=-1)
+    return out[:, : x.shape[-1]]
+
+
 def softmax_confidence(nm: Numerics, logits: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
     """softmax(logits[m])[chosen[m]] in float32, logits [M, V], chosen [M] int64 -> [M] float32."""
 
     def core(lc: torch.Tensor, cc: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(lc.float(), dim=-1).gather(1, cc[:, None])[:, 0]
+        return row_softmax(lc.float()).gather(1, cc[:, None])[:, 0]
 
     return tiled(nm, core, [logits, chosen])  # type: ignore[return-value]
 
