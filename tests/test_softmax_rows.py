@@ -6,9 +6,10 @@ On the CPU the kernels load rows unaligned. On CUDA (marked `gpu`) the softmax r
 vectors and reduces the elements before the first aligned one apart, so with a width off that
 boundary (509, 601, 1021, 4099, 151665) a row's bits can depend on where it starts. Measured on an
 H100 with the plain softmax: a wide world's draft confidence (vocabulary 151665) was one float32 ulp
-apart alone and at the odd places of a tile, and all three checks below fail at 151665 (the widths
-up to 4099 kept their bits on these rows). One random row per width had not shown it: the reduction
-order changes the sum's rounding only for some rows, so each width here checks many."""
+apart alone and at the odd places of a tile, and the confidence and log-softmax checks below (both
+dtypes) fail at 151665 (the widths up to 4099 kept their bits on these rows). One random row per
+width had not shown it: the reduction order changes the sum's rounding only for some rows, so each
+width here checks many."""
 
 from __future__ import annotations
 
