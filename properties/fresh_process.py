@@ -5,9 +5,12 @@ outlives a step) shows only in the first steps of a process; a test run reaches 
 whichever test happens to come first, which may check nothing of it. Here each call runs its
 examples, in order and with every check, in a new process forked from a server that imported the
 suite and then nothing else ran (`multiprocessing`'s forkserver, started once per test process):
-the first example is the first step of a process, whatever ran in this one before. On CUDA the new
-process is spawned instead (a fresh interpreter): CUDA cannot be used in a forked child once the
-forking process has touched it, and importing the suite may.
+the first example is the first step of a process, whatever ran in this one before.
+
+On CUDA too: the server is a new interpreter (started by exec, not forked from this process), and
+importing the suite and torch initializes no CUDA, so its children may use CUDA however much this
+process has. A fork costs milliseconds where a spawned interpreter re-imports torch and the suite,
+seconds an example on a GPU host whose every core runs a worker.
 """
 
 from __future__ import annotations
@@ -26,9 +29,7 @@ PRELOAD = ["properties.harness", "properties.checks.compare", "properties.checks
 
 
 @functools.cache
-def _server(device: str) -> BaseContext:
-    if device.startswith("cuda"):
-        return multiprocessing.get_context("spawn")
+def _server() -> BaseContext:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
     return ctx
@@ -37,7 +38,7 @@ def _server(device: str) -> BaseContext:
 def run_fresh(specs: Sequence[WorldSpec], run: RunConfig) -> list[str]:
     """The report of every example of `specs` that fails any check (equivalence, calls, logs, the
     state outside the world), run in order as the first steps of a new process."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=_server(run.device)) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=_server()) as pool:
         return pool.submit(_run_all, tuple(specs), run).result()
 
 

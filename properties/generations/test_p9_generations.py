@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import event, settings
+from hypothesis import event, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
@@ -31,9 +31,11 @@ from properties.generations.report import format_generation_report
 from properties.generations.run import run_script
 from properties.generations.spec import RequestSpec
 from properties.generations.strategies import fault_specs, generation_specs, request_specs
+from properties.shards import shard_examples, shard_ids, shard_seed
 from properties.specs import FaultSpec
 
 MAX_LIVE = 6  # requests waiting or running at once
+SHARDS = 3  # cases the profile's examples are split over, each a worker's (properties.shards)
 ABORT_PICKS = 4 * MAX_LIVE
 # Every finished example adds its counts here (read by `properties.generations.figures`).
 TOTALS: list[PairStats] = []
@@ -110,14 +112,19 @@ class P9Generations(RuleBasedStateMachine):
             event(f"P9: a request bootstrapped through the implementation before and after its {change}")
 
 
-def machine(run: RunConfig) -> type[P9Generations]:
-    """The state machine of `run` (its device, numerics and implementation)."""
-    return type("P9Generations", (P9Generations,), {"run": run})
+def machine(run: RunConfig, shard: int | None = None) -> type[P9Generations]:
+    """The state machine of `run` (its device, numerics and implementation); for case `shard`
+    under a derandomized profile, seeded apart from the other cases."""
+    cls = type("P9Generations", (P9Generations,), {"run": run})
+    if shard is not None and settings().derandomize:
+        cls = seed(shard_seed("P9 generations", shard))(cls)
+    return cls
 
 
-def p9_settings() -> settings:
-    """The loaded profile's example count, each example a whole run of up to 40 rules."""
-    return settings(settings(), stateful_step_count=40)
+def p9_settings(shards: int = 1) -> settings:
+    """A `shards`-th of the loaded profile's example count (rounded up), each example a whole run of
+    up to 40 rules."""
+    return settings(settings(), stateful_step_count=40, max_examples=shard_examples(shards))
 
 
 @covers(
@@ -138,9 +145,10 @@ def p9_settings() -> settings:
     "D2",
     "D4",
 )
-def test_p9_generations(run: RunConfig) -> None:
+@pytest.mark.parametrize("shard", range(SHARDS), ids=shard_ids(SHARDS))
+def test_p9_generations(run: RunConfig, shard: int) -> None:
     start = len(TOTALS)
-    run_state_machine_as_test(machine(run), settings=p9_settings())
+    run_state_machine_as_test(machine(run, shard), settings=p9_settings(SHARDS))
     check_budget([s.tally for s in TOTALS[start:]], run.forced_budget)
 
 

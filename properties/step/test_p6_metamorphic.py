@@ -24,9 +24,11 @@ from properties.checks.replay_oracle import emitted
 from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.report import format_report
+from properties.shards import sharded
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
 
+SHARDS = 2  # cases each test's examples are split over: three side-by-side runs an example (properties.shards)
 # Fields decided by the token (or computed from it), and by the drafts.
 AFTER_TOKEN = (
     "output_tokens",
@@ -127,8 +129,9 @@ def _same(a: Any, b: Any, rtol: float) -> bool:
 
 
 @covers("P6 metamorphic", "B5", "B6", "B14", "B16")
+@sharded(SHARDS)
 @given(data=st.data(), cap=st.sampled_from((0, 1, 2, 3, 8)))
-def test_p6_group_cap_and_argmax_path(run: RunConfig, data: st.DataObject, cap: int) -> None:
+def test_p6_group_cap_and_argmax_path(run: RunConfig, shard: int, data: st.DataObject, cap: int) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     spec = plain(spec)
     base = outcome(run, spec, "as drawn")
@@ -139,8 +142,9 @@ def test_p6_group_cap_and_argmax_path(run: RunConfig, data: st.DataObject, cap: 
 
 
 @covers("P6 metamorphic", "B1")
+@sharded(SHARDS)
 @given(data=st.data())
-def test_p6_alone_or_in_any_order(run: RunConfig, data: st.DataObject) -> None:
+def test_p6_alone_or_in_any_order(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     spec = plain(spec)
     base = outcome(run, spec, "as drawn")

@@ -1,0 +1,52 @@
+"""One property's examples split over several pytest cases, so that pytest-xdist runs them on several
+workers at once. The job takes as long as its longest test, and a test's examples run one after
+another in one process: a property whose examples take most of the job (a whole generation an
+example, or three side-by-side runs) would hold it up while the other workers idle.
+
+Together the cases run at least the loaded profile's examples, different ones: under a random
+profile each case draws its own seed; under a derandomized one (`ci`, `mutants`) each case has its
+own seed too (the case's node id for a `@given` test, which Hypothesis's pytest plugin adds to its
+digest; `shard_seed` for a state machine)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import TypeVar
+
+import pytest
+from hypothesis import settings
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def shard_examples(shards: int, total: int | None = None) -> int:
+    """Examples per case so that `shards` cases run at least `total` (default: the loaded profile's
+    `max_examples`) together."""
+    if shards < 1:
+        raise ValueError(f"shards must be at least 1, got {shards}")
+    total = settings().max_examples if total is None else total
+    return -(-total // shards)
+
+
+def shard_ids(shards: int) -> list[str]:
+    """The cases' ids: `shard1of3`, ..."""
+    return [f"shard{k + 1}of{shards}" for k in range(shards)]
+
+
+def sharded(shards: int) -> Callable[[F], F]:
+    """Decorate a `@given` test (placed above `@given`, with no `@settings` of its own): `shards`
+    pytest cases with the parameter `shard` (0-based), each running `shard_examples(shards)`
+    examples of the loaded profile."""
+
+    def wrap(test: F) -> F:
+        with_count = settings(max_examples=shard_examples(shards))(test)
+        return pytest.mark.parametrize("shard", range(shards), ids=shard_ids(shards))(with_count)
+
+    return wrap
+
+
+def shard_seed(name: str, shard: int) -> int:
+    """The seed of case `shard` of the test `name` under a derandomized profile: fixed, and
+    different for every case."""
+    return int.from_bytes(hashlib.sha256(f"{name} {shard}".encode()).digest()[:8], "big")

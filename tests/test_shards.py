@@ -1,0 +1,92 @@
+"""A property's examples split over pytest cases (`properties.shards`): together at least the
+profile's count, each case its own examples, the same ones again under a derandomized profile."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import settings
+
+from properties.config import RunConfig
+from properties.generations import test_p9_generations as p9
+from properties.shards import shard_examples, shard_ids, shard_seed
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.mark.parametrize(("shards", "total", "each"), [(3, 30, 10), (3, 100, 34), (2, 1, 1), (1, 7, 7), (4, 30, 8)])
+def test_the_cases_run_at_least_the_profiles_count(shards: int, total: int, each: int) -> None:
+    assert shard_examples(shards, total) == each
+    assert shards * each >= total > (shards - 1) * each or total < shards
+
+
+def test_no_case_is_a_bad_shard_count() -> None:
+    with pytest.raises(ValueError, match="shards must be at least 1, got 0"):
+        shard_examples(0, 30)
+
+
+def test_each_case_has_its_own_id_and_seed() -> None:
+    assert shard_ids(3) == ["shard1of3", "shard2of3", "shard3of3"]
+    assert len({shard_seed("P9 generations", k) for k in range(8)}) == 8
+    assert shard_seed("P9 generations", 1) == shard_seed("P9 generations", 1)
+
+
+SHARDED = """
+import json, os
+from hypothesis import given, strategies as st
+from properties.shards import sharded
+
+@sharded(2)
+@given(x=st.integers(0, 10**12))
+def test_values(shard, x):
+    with open(os.environ["SEEN"], "a") as f:
+        f.write(json.dumps([shard, x]) + "\\n")
+"""
+
+
+def _seen(pytester: pytest.Pytester, run: int) -> dict[int, list[int]]:
+    path = pytester.path / f"seen{run}.jsonl"
+    pytester.makepyfile(test_sharded=SHARDED)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SEEN", str(path))
+        result = pytester.runpytest_subprocess("-p", "properties.plugin", "--hypothesis-profile", "ci", "-q")
+    result.assert_outcomes(passed=2)
+    out: dict[int, list[int]] = {0: [], 1: []}
+    for line in path.read_text().splitlines():
+        shard, x = json.loads(line)
+        out[shard].append(x)
+    return out
+
+
+def test_derandomized_cases_draw_apart_and_again_alike(pytester: pytest.Pytester) -> None:
+    first, again = _seen(pytester, 1), _seen(pytester, 2)
+    each = shard_examples(2, 100)  # the ci profile's 100
+    for shard in (0, 1):
+        assert len(set(first[shard])) >= each - 2, f"case {shard} ran {len(set(first[shard]))} distinct examples"
+    shared = set(first[0]) & set(first[1])
+    assert len(shared) <= 2, f"the two cases drew the same examples: {sorted(shared)[:5]}"  # the simplest may repeat
+    assert first == again, "a derandomized case drew other examples on a second run"
+
+
+@pytest.fixture
+def profile(request: pytest.FixtureRequest) -> Iterator[bool]:
+    """The loaded profile for the test, derandomized or not (`request.param`); then the previous one."""
+    previous = settings.get_current_profile_name()
+    name = f"shards-derandomize-{request.param}"
+    settings.register_profile(name, derandomize=request.param, database=None)
+    settings.load_profile(name)
+    try:
+        yield request.param
+    finally:
+        settings.load_profile(previous)
+
+
+@pytest.mark.parametrize("profile", [True, False], indirect=True, ids=["derandomized", "random"])
+def test_p9_cases_are_seeded_apart_only_under_a_derandomized_profile(profile: bool) -> None:
+    seeds = [getattr(p9.machine(RunConfig(), k), "_hypothesis_internal_use_seed", None) for k in range(p9.SHARDS)]
+    if profile:
+        assert None not in seeds and len(set(seeds)) == p9.SHARDS, seeds
+    else:  # each case draws its own random seed
+        assert seeds == [None] * p9.SHARDS
