@@ -7,18 +7,24 @@ examples, in order and with every check, in a new process forked from a server t
 suite and then nothing else ran (`multiprocessing`'s forkserver, started once per test process):
 the first example is the first step of a process, whatever ran in this one before.
 
-On CUDA too: the server is a new interpreter (started by exec, not forked from this process), and
-importing the suite and torch initializes no CUDA, so its children may use CUDA however much this
-process has. A fork costs milliseconds where a spawned interpreter re-imports torch and the suite,
-seconds an example on a GPU host whose every core runs a worker.
+On CUDA too: the server is a new interpreter (started by exec, not forked from this process), so
+its children may use CUDA however much this process has, as long as the server never asked the CUDA
+runtime anything. Importing the suite asks one thing: `tvm_ffi` (imported with xgrammar) calls
+`torch.cuda.is_available()` at import, and answered by the CUDA runtime that alone makes every later
+fork fail on its first CUDA call ("Cannot re-initialize CUDA in forked subprocess"). So the server
+runs with `PYTORCH_NVML_BASED_CUDA_CHECK=1`, PyTorch's switch for this case: the question is
+answered through NVML, which leaves forks free. A fork costs milliseconds where a spawned interpreter
+re-imports torch and the suite, seconds an example on a GPU host whose every core runs a worker.
 """
 
 from __future__ import annotations
 
 import functools
 import multiprocessing
+import os
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import forkserver
 from multiprocessing.context import BaseContext
 
 from properties.config import RunConfig
@@ -28,10 +34,26 @@ from properties.specs import WorldSpec
 PRELOAD = ["properties.harness", "properties.checks.compare", "properties.checks.calls", "properties.checks.logs"]
 
 
+# The server's environment beyond this process's (module docstring).
+SERVER_ENV = {"PYTORCH_NVML_BASED_CUDA_CHECK": "1"}
+
+
 @functools.cache
 def _server() -> BaseContext:
+    """The forkserver context, its server started with `SERVER_ENV` (then this process's environment
+    is as it was)."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(PRELOAD)
+    saved = {k: os.environ.get(k) for k in SERVER_ENV}
+    os.environ.update(SERVER_ENV)
+    try:
+        forkserver.ensure_running()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return ctx
 
 

@@ -5,6 +5,8 @@ use it however much the test process has); a spawned interpreter would run every
 from __future__ import annotations
 
 import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 import torch
@@ -20,6 +22,14 @@ RUN = RunConfig("cpu", "exact", ("float32",), 4)
 
 def test_every_device_forks_from_the_server() -> None:
     assert fresh_process._server().get_start_method() == "forkserver"
+
+
+def test_the_servers_children_ask_nvml_about_cuda_and_this_process_is_as_it_was() -> None:
+    before = dict(os.environ)
+    with ProcessPoolExecutor(max_workers=1, mp_context=fresh_process._server()) as pool:
+        seen = {k: pool.submit(os.getenv, k).result() for k in fresh_process.SERVER_ENV}
+    assert seen == fresh_process.SERVER_ENV
+    assert dict(os.environ) == before
 
 
 @pytest.mark.parametrize("method", ["forkserver", "spawn"])
