@@ -80,7 +80,7 @@ def check(s: Session, p: CheckParams) -> None:
     props += ["--hypothesis-profile", p.profile, *suite_options(p)]
     props += ["-k", p.select] if p.select else []
     workers = p.workers or os.cpu_count() or 1
-    props += ["-n", str(workers), "--dist", "worksteal"] if workers > 1 else []
+    props += ["-n", str(workers)] if workers > 1 else []
     props = [str(a) for a in props]
     if p.mps:
         props = s.py("-m", "jobs.mps", "--", *props)

@@ -124,10 +124,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_pytest(pytest_args: list[str], n: int) -> int:
-    """pytest's exit code for `pytest_args` on `n` xdist workers (in this process for 0 or 1). The
-    workers steal the tests others have not started, so a long test never waits queued behind
-    another while a worker idles."""
-    return int(pytest.main(pytest_args + (["-n", str(n), "--dist", "worksteal"] if n > 1 else [])))
+    """pytest's exit code for `pytest_args` on `n` xdist workers (in this process for 0 or 1)."""
+    return int(pytest.main(pytest_args + (["-n", str(n)] if n > 1 else [])))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,13 @@
-"""The own-noise samplers (`batched.vector.own_noise`, `batched.flashinfer_sampler`) against
-`reference.row_request`: draws inside the support, greedy argmax, the reference's refusals, near
-frequencies, per-request generators batch-invariant (one generator not), the step's tokens its sampler's."""
+"""The own-noise samplers (`batched.vector.own_noise`) against `reference.row_request`: draws inside
+the support, greedy argmax, the reference's refusals, near frequencies, per-request generators
+batch-invariant (one generator not), the step's tokens its sampler's. FlashInfer's own:
+`tests/test_flashinfer_sampler.py`."""
 
 from __future__ import annotations
 
 import math
 import random
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -27,72 +27,12 @@ from batched.vector.step import prepare_model
 from properties.impl import load
 from properties.world import build_world
 from reference.penalties import PenaltyParams
-from reference.row_request import RowRequest, RowSampler, distribution, distributions, kept_scores, request_for
+from reference.row_request import RowRequest, RowSampler, distribution, distributions, request_for
 from reference.sampling import SamplingError, cut_scores, processed_row
+from tests.sampler_rows import assert_in_support, grid_row, random_batch, random_request, request
 from tests.test_batched_step_mixes import mix, world
 
-V = 24
 SAMPLERS = {"vector-torch": sample_rows_torch_generators, "vector-torch-batch": sample_rows_one_generator}
-NEUTRAL = PenaltyParams()
-
-
-def request(seed: int = 0, **kw: object) -> RowRequest:
-    """A sampled request (temperature 1, no cut, no penalty) with `kw` in place."""
-    base = RowRequest(1.0, 0, 1.0, False, NEUTRAL, (), (), None, seed, 3)
-    return replace(base, **kw)  # type: ignore[arg-type]
-
-
-def grid_row(rng: random.Random, vocab: int = V) -> torch.Tensor:
-    """[V] float32 logits on a grid of 1/4 (ties within the row)."""
-    return torch.tensor([round(rng.gauss(0.0, 2.0) * 4) / 4 for _ in range(vocab)], dtype=torch.float32)
-
-
-def random_request(rng: random.Random, row: torch.Tensor, seed: int) -> RowRequest:
-    """A request with random cuts, penalties over a history of the row's best tokens, banned ids and
-    an EOS mask on tokens lifted to the top of the row (so a mask that does not hold shows)."""
-    best = torch.sort(row, descending=True, stable=True).indices.tolist()
-    history = tuple(rng.choice(best[:4]) for _ in range(rng.randint(0, 5)))
-    pen = PenaltyParams(
-        repetition=rng.choice([1.0, 1.0, 1.6, 0.7]),
-        frequency=rng.choice([0.0, 0.0, 0.9]),
-        presence=rng.choice([0.0, 1.5]),
-        banned_ids=tuple(rng.sample(range(V), rng.choice([0, 0, 1, 2]))),
-    )
-    eos = tuple(rng.sample(range(V), rng.choice([0, 1, 2])))
-    for t in (*eos, *pen.banned_ids):
-        row[t] = float(row.max()) + 2.0
-    return RowRequest(
-        temperature=rng.choice([0.3, 0.6, 1.0, 1.7]),
-        top_k=rng.choice([0, 0, 1, 3, 8, 40]),
-        top_p=rng.choice([1.0, 0.9, 0.6, 0.3]),
-        greedy=rng.random() < 0.15,
-        pen=pen,
-        history=history,
-        eos_mask=eos,
-        grammar=None,
-        seed=seed,
-        position=rng.randint(0, 50),
-    )
-
-
-def random_batch(rng: random.Random, rows: int, seeds: int) -> tuple[torch.Tensor, list[RowRequest]]:
-    """`rows` random rows and requests, each repeated under `seeds` different seeds."""
-    logits, reqs = [], []
-    for _ in range(rows):
-        row = grid_row(rng)
-        req = random_request(rng, row, 0)
-        for _ in range(seeds):
-            logits.append(row)
-            reqs.append(replace(req, seed=rng.getrandbits(64)))
-    return torch.stack(logits), reqs
-
-
-def assert_in_support(logits: torch.Tensor, reqs: Sequence[RowRequest], got: list[int | SamplingError]) -> None:
-    for i, (row, req, tok) in enumerate(zip(logits, reqs, got, strict=True)):
-        assert isinstance(tok, int), f"row {i}: refused ({tok}) a row the reference samples"
-        kept = torch.isfinite(kept_scores(row, req))
-        assert bool(kept[tok]), f"row {i}: token {tok} outside the support {kept.nonzero().flatten().tolist()} of {req}"
-
 
 def test_the_registry_entries_are_these_samplers() -> None:
     for name, sampler in SAMPLERS.items():
@@ -248,67 +188,3 @@ def test_the_step_emits_its_row_samplers_tokens(step: Callable[..., None], sampl
     got = [after[a.seq_id].output_tokens[len(a.output_tokens)] for a in refs]
     assert got == want
     assert_in_support(logits, reqs, got)  # type: ignore[arg-type]
-
-
-def test_the_flashinfer_module_imports_without_flashinfer_and_says_what_is_missing() -> None:
-    from batched import flashinfer_sampler
-
-    if torch.cuda.is_available():
-        pytest.skip("a CUDA device is present: the missing-device error cannot be shown")
-    with pytest.raises(RuntimeError, match="needs a CUDA device"):
-        flashinfer_sampler.sample_rows(torch.zeros(1, 4), [request()])
-
-
-def test_the_flashinfer_sampler_names_flashinfer_when_it_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from batched import flashinfer_sampler
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setitem(sys.modules, "flashinfer", None)  # import flashinfer then raises ImportError
-    monkeypatch.setitem(sys.modules, "flashinfer.sampling", None)
-    with pytest.raises(RuntimeError, match=r"needs FlashInfer, which is not installed: flashinfer-python"):
-        flashinfer_sampler.step_flashinfer(None, [], None, [], 0, None)  # type: ignore[arg-type]
-
-
-def flashinfer_rows():  # type: ignore[no-untyped-def]
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    pytest.importorskip("flashinfer")
-    from batched.flashinfer_sampler import sample_rows
-
-    return sample_rows
-
-
-@pytest.mark.gpu
-def test_flashinfer_draws_outside_the_support_only_tokens_tied_at_a_cut() -> None:
-    """FlashInfer keeps every token tied with the last one a cut keeps, where the reference keeps
-    exactly k, or the smallest prefix, ties to the lowest id (docs/samplers.md). On these rows (a
-    grid of 1/4: exact ties are common) some draws fall outside the reference's support, and each
-    such token scores exactly what the least kept token scores: any other draw outside, or a
-    FlashInfer that no longer does it, fails here."""
-    sample_rows = flashinfer_rows()
-    rng = random.Random(17)
-    tied = 0
-    for _ in range(4):
-        logits, reqs = random_batch(rng, rows=12, seeds=8)
-        got = sample_rows(logits.cuda(), reqs)
-        for i, (row, req, tok) in enumerate(zip(logits, reqs, got, strict=True)):
-            assert isinstance(tok, int), f"row {i}: refused ({tok}) a row the reference samples"
-            kept = kept_scores(row, req)
-            if bool(torch.isfinite(kept[tok])):
-                continue
-            proc = processed_row(row, req.eos_mask, req.grammar, req.pen, req.history)
-            least = float(proc[torch.isfinite(kept)].min())
-            assert float(proc[tok]) == least, f"row {i}: token {tok} ({float(proc[tok])}) outside the support, untied"
-            tied += 1
-    assert tied > 0, "FlashInfer drew no tied token outside the support: its cut semantics changed"
-
-
-@pytest.mark.gpu
-def test_flashinfer_tokens_do_not_depend_on_the_batch() -> None:
-    sample_rows = flashinfer_rows()
-    rng = random.Random(19)
-    logits, reqs = random_batch(rng, rows=6, seeds=2)
-    logits = logits.cuda()
-    batch = sample_rows(logits, reqs)
-    alone = [sample_rows(logits[i : i + 1], [r])[0] for i, r in enumerate(reqs)]
-    assert batch == alone

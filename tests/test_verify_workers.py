@@ -76,7 +76,7 @@ def test_a_daemon_that_does_not_start_fails_mps_on_and_leaves_auto_without_it(
         assert runs == []
     else:  # on without MPS, with the workers of taking turns rather than one per core
         ((args, pipe),) = runs
-        assert args[-4:] == ["-n", str(verify.GPU_WORKERS), "--dist", "worksteal"] and pipe is None
+        assert args[-2:] == ["-n", str(verify.GPU_WORKERS)] and pipe is None
 
 
 def test_auto_on_a_gpu_runs_one_worker_per_core_inside_a_private_daemon(
@@ -85,4 +85,4 @@ def test_auto_on_a_gpu_runs_one_worker_per_core_inside_a_private_daemon(
     runs = gpu_host(STARTS, tmp_path, monkeypatch)
     assert verify.main(["--device", "cuda"]) == 0
     ((args, pipe),) = runs
-    assert args[-4:] == ["-n", "16", "--dist", "worksteal"] and pipe is not None and PIPE_ENV not in os.environ
+    assert args[-2:] == ["-n", "16"] and pipe is not None and PIPE_ENV not in os.environ
