@@ -1,7 +1,12 @@
 """One property's examples split over several pytest cases, so that pytest-xdist runs them on several
 workers at once. The job takes as long as its longest test, and a test's examples run one after
-another in one process: a property whose examples take most of the job (a whole generation an
-example, or three side-by-side runs) would hold it up while the other workers idle.
+another in one process: a property whose examples take most of the job would hold it up while the
+other workers idle, and more so when xdist queues it behind another long one.
+
+Which are split: the properties whose examples together took over 15 s in a main job on one GPU
+(mixes up to 64, 16 workers; `docs/benchmarks.md`): P9 (a whole generation an example) over three
+cases; over two each, P6's two tests (three side-by-side runs an example), P5's D4 and D1 tests
+(every row proposing alone in D1), P4's argmax-path faults and P2's dispatch at the gate corner.
 
 Together the cases run at least the loaded profile's examples, different ones: under a random
 profile each case draws its own seed; under a derandomized one (`ci`, `mutants`) each case has its

@@ -18,6 +18,7 @@ from properties.gate_worlds import CLAUSES, corner_worlds, expected_gate, gate, 
 from properties.harness import run_side_by_side
 from properties.impl import plain
 from properties.report import format_report
+from properties.shards import sharded
 
 
 @covers("P2 gate and dispatch", "G1", "G2", "G3", "G4", "G5", "G6", "G7")
@@ -33,8 +34,9 @@ def test_gate_each_clause_alone(data: st.DataObject) -> None:
 
 
 @covers("P2 gate and dispatch", "G8")
+@sharded(2)
 @given(data=st.data())
-def test_dispatch_at_the_gate_corner(run: RunConfig, data: st.DataObject) -> None:
+def test_dispatch_at_the_gate_corner(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec, clause = data.draw(corner_worlds(run), label="world")
     ran: list[bool] = []
 

@@ -20,11 +20,13 @@ from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
 from properties.harness import checked_side_by_side
+from properties.shards import sharded
 from properties.specs import WorldSpec
 
 
 @covers("P4 faults", "B4", "B5", "B6", "B7", "B8", "B9")
+@sharded(2)
 @given(data=st.data())
-def test_p4_argmax_path_faults(run: RunConfig, data: st.DataObject) -> None:
+def test_p4_argmax_path_faults(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(greedy_worlds(run), label="spec")
     checked_side_by_side("P4 argmax path faults", run, spec, check_equivalence, check_calls, check_logs)

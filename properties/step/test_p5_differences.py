@@ -17,6 +17,7 @@ from properties.config import RunConfig
 from properties.fault_kinds import SeqFault
 from properties.harness import run_reference, run_side_by_side
 from properties.report import format_report
+from properties.shards import sharded
 from properties.specs import FaultSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.translate import Translation
@@ -39,8 +40,9 @@ def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
 
 
 @covers("P5 only registered differences", "D4")
+@sharded(2)
 @given(data=st.data())
-def test_p5_without_faults_only_d4(run: RunConfig, data: st.DataObject) -> None:
+def test_p5_without_faults_only_d4(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     sbs = run_side_by_side(clean(spec), run.impl, run.replays)
     raw = check_equivalence(sbs, registered=("D1",))
@@ -53,8 +55,9 @@ def test_p5_without_faults_only_d4(run: RunConfig, data: st.DataObject) -> None:
 
 
 @covers("P5 only registered differences", "D1")
+@sharded(2)
 @given(data=st.data())
-def test_p5_d1_checkpoint_after_failed_save(run: RunConfig, data: st.DataObject) -> None:
+def test_p5_d1_checkpoint_after_failed_save(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=1), label="spec")
     spec = replace(proposing(spec, group_cap=1), faults=(FaultSpec("save_hidden_for_mtp_from_stash", 0, "err"),))
     sbs = run_side_by_side(spec, run.impl, run.replays)

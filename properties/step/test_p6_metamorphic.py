@@ -28,7 +28,6 @@ from properties.shards import sharded
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
 
-SHARDS = 2  # cases each test's examples are split over: three side-by-side runs an example (properties.shards)
 # Fields decided by the token (or computed from it), and by the drafts.
 AFTER_TOKEN = (
     "output_tokens",
@@ -129,7 +128,7 @@ def _same(a: Any, b: Any, rtol: float) -> bool:
 
 
 @covers("P6 metamorphic", "B5", "B6", "B14", "B16")
-@sharded(SHARDS)
+@sharded(2)
 @given(data=st.data(), cap=st.sampled_from((0, 1, 2, 3, 8)))
 def test_p6_group_cap_and_argmax_path(run: RunConfig, shard: int, data: st.DataObject, cap: int) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
@@ -142,7 +141,7 @@ def test_p6_group_cap_and_argmax_path(run: RunConfig, shard: int, data: st.DataO
 
 
 @covers("P6 metamorphic", "B1")
-@sharded(SHARDS)
+@sharded(2)
 @given(data=st.data())
 def test_p6_alone_or_in_any_order(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
