@@ -30,8 +30,16 @@ from multiprocessing.context import BaseContext
 from properties.config import RunConfig
 from properties.specs import WorldSpec
 
-# What the server imports before it forks: the suite and the spec, never a step's state.
-PRELOAD = ["properties.harness", "properties.checks.compare", "properties.checks.calls", "properties.checks.logs"]
+# What the server imports before it forks: the suite and the spec, never a step's state; xgrammar
+# too, which the spec imports only where it builds a grammar (`reference.grammar`), so that no
+# fresh process pays for importing it.
+PRELOAD = [
+    "properties.harness",
+    "properties.checks.compare",
+    "properties.checks.calls",
+    "properties.checks.logs",
+    "xgrammar",
+]
 
 
 # The server's environment beyond this process's (module docstring).

@@ -9,11 +9,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import torch
-import xgrammar as xgr
 
 from reference.vocab import build_vocab
+
+if TYPE_CHECKING:
+    import xgrammar as xgr
+
+# xgrammar is imported where it is first used, never at import: importing it imports transformers,
+# seconds on a large environment, which a process that builds no grammar (the verification job's
+# controller, which only starts the workers) need not wait for.
 
 GRAMMAR_KINDS = ("json_schema", "regex", "ebnf")
 
@@ -34,6 +41,8 @@ class GrammarSpec:
 @lru_cache(maxsize=8)
 def tokenizer_info(vocab_size: int) -> xgr.TokenizerInfo:
     """xgrammar's view of `build_vocab(vocab_size)`, cached per size."""
+    import xgrammar as xgr
+
     vocab = build_vocab(vocab_size)
     special = set(vocab.special_ids)
     # xgrammar treats an empty token as special (never text); EOS stays usable as the stop token.
@@ -45,6 +54,8 @@ def tokenizer_info(vocab_size: int) -> xgr.TokenizerInfo:
 
 @lru_cache(maxsize=8)
 def _compiler(vocab_size: int) -> xgr.GrammarCompiler:
+    import xgrammar as xgr
+
     return xgr.GrammarCompiler(tokenizer_info(vocab_size))
 
 
@@ -87,6 +98,8 @@ class GrammarState:
         """Bool [vocab], True where the grammar allows the token next; all False once terminated."""
         if self.matcher.is_terminated():
             return torch.zeros(self.vocab_size, dtype=torch.bool, device=device)
+        import xgrammar as xgr
+
         bitmask = xgr.allocate_token_bitmask(1, self.vocab_size)
         self.matcher.fill_next_token_bitmask(bitmask)
         return _unpack_bitmask(bitmask[0], self.vocab_size).to(device)
@@ -132,6 +145,8 @@ def start_grammar(
     """A fresh state for `spec` over `build_vocab(vocab_size)`, advanced by `tokens` (a replay).
 
     Raises ValueError when the grammar rejects one of `tokens`."""
+    import xgrammar as xgr
+
     state = GrammarState(spec, vocab_size, xgr.GrammarMatcher(compile_spec(vocab_size, spec)))
     for i, tok in enumerate(tokens):
         if not state.accept(tok):

@@ -28,14 +28,17 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import torch
-import xgrammar as xgr
 
 from batched.vector.int_pack import packed
 from reference.grammar import GrammarState
 from reference.model.paged_kv import to_device
 from reference.penalties import PenaltyParams
+
+if TYPE_CHECKING:
+    import xgrammar as xgr  # imported where first used, as in reference.grammar
 
 
 def column(values: Sequence[float], device: torch.device) -> torch.Tensor:
@@ -110,6 +113,8 @@ NEUTRAL = RowProcessing(PenaltyParams(), (), (), None)
 
 @lru_cache(maxsize=1)
 def _batch_matcher() -> xgr.BatchGrammarMatcher:
+    import xgrammar as xgr
+
     return xgr.BatchGrammarMatcher(max_threads=1)
 
 
@@ -117,6 +122,8 @@ def grammar_words(states: Sequence[GrammarState | None], vocab: int) -> torch.Te
     """[m, ceil(V / 32)] int32 on the host: bit j of word w of row i set when states[i] allows token
     32 w + j next, as `GrammarState.allowed_mask` gives it (no bit once terminated, every bit for a
     row without a grammar), from one bitmask filled for every live matcher."""
+    import xgrammar as xgr
+
     bitmask = xgr.allocate_token_bitmask(len(states), vocab)  # all bits set
     live = [i for i, s in enumerate(states) if s is not None and not s.is_terminated()]
     if live:
