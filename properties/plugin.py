@@ -18,6 +18,7 @@ database holds without writing to it.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Generator
 from pathlib import Path
@@ -31,6 +32,8 @@ from properties.checks.forced_budget import over_budget
 from properties.config import OPTIONS, RunConfig, option_or_env
 from properties.databases import developer_database, nightly_database
 from properties.gpu import pinned_device
+from properties.shard_budget import COUNTS_PROPERTY as BUDGET_COUNTS
+from properties.shard_budget import ShardBudget, property_of
 
 RUN_KEY = pytest.StashKey[RunConfig]()
 SLOW_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
@@ -111,6 +114,8 @@ def pytest_configure(config: pytest.Config) -> None:
     run = RunConfig.build({name: config.getoption(f"mtp_{name}") for name in OPTIONS}, os.environ)
     run.impl  # noqa: B018  fail early, with a clear message, on a bad --impl
     config.stash[RUN_KEY] = pinned(run)
+    if not hasattr(config, "workerinput"):  # the process that reports: the only one, or xdist's controller
+        config.pluginmanager.register(ShardBudget(run.forced_budget), "mtp-verify-shard-budget")
     torch.set_num_threads(run.threads)
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped without one)")
     config.addinivalue_line("markers", "slow: long-running; skipped under the ci profile unless asked for")
@@ -157,12 +162,18 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """The near-tie budget: a test whose side-by-side runs forced more than the budget's share of
-    the reference's decisions fails (`properties.checks.forced_budget`)."""
+    the reference's decisions fails (`properties.checks.forced_budget`); a shard case carries its
+    counts to the reporting process instead, which holds them with its property's other cases
+    (`properties.shard_budget`)."""
     report = yield
-    if report.when == "call" and report.passed and item.get_closest_marker("forces_decisions") is None:
-        budget = item.config.stash[RUN_KEY].forced_budget
-        why = over_budget(counters.near_ties[item.nodeid], counters.decisions[item.nodeid], budget)
-        if why is not None:
-            report.outcome = "failed"
-            report.longrepr = why
+    if report.when != "call" or item.get_closest_marker("forces_decisions") is not None:
+        return report
+    forced, decisions = counters.near_ties[item.nodeid], counters.decisions[item.nodeid]
+    if property_of(item.nodeid) is not None:  # a shard case: held with its property's other cases
+        report.user_properties.append((BUDGET_COUNTS, json.dumps([forced, decisions])))
+        return report
+    why = over_budget(forced, decisions, item.config.stash[RUN_KEY].forced_budget)
+    if report.passed and why is not None:
+        report.outcome = "failed"
+        report.longrepr = why
     return report

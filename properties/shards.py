@@ -8,7 +8,9 @@ Which are split: the properties whose examples together took over 15 s in a main
 cases; over two each, P6's two tests (three side-by-side runs an example), P5's D4 and D1 tests
 (every row proposing alone in D1), P4's argmax-path faults and P2's dispatch at the gate corner.
 
-Together the cases run at least the loaded profile's examples, different ones: under a random
+The near-tie budget of fast numerics holds over a property's cases together, as it held over the
+property before it was split (`properties.shard_budget`). Together the cases run at least the loaded
+profile's examples, different ones: under a random
 profile each case draws its own seed; under a derandomized one (`ci`, `mutants`) each case has its
 own seed too (the case's node id for a `@given` test, which Hypothesis's pytest plugin adds to its
 digest; `shard_seed` for a state machine)."""

@@ -45,3 +45,43 @@ def test_the_plugin_fails_a_passing_test_over_budget(pytester: pytest.Pytester) 
     result = pytester.runpytest("-p", "properties.plugin", "--forced-budget", "0.01")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*near-tie budget exceeded: 5 of 100*"])
+
+
+SHARDED = """
+import pytest
+from properties import counters
+from properties.shards import shard_ids
+
+FORCED = {FORCED}
+
+@pytest.mark.parametrize("shard", range(2), ids=shard_ids(2))
+def test_property(shard):
+    counters.count_run(FORCED[shard], [0.1] * FORCED[shard], 150)
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "two workers"])
+@pytest.mark.parametrize(
+    ("forced", "failed"),
+    [((3, 0), 0), ((0, 3), 0), ((2, 2), 1), ((0, 4), 1)],
+    ids=["3 then 0 of 300", "0 then 3 of 300", "2 and 2 of 300", "0 then 4 of 300"],
+)
+def test_a_sharded_propertys_budget_holds_over_its_cases_together(
+    pytester: pytest.Pytester, workers: list[str], forced: tuple[int, int], failed: int
+) -> None:
+    """3 forced of 300 decisions is the budget at 1 %; one case alone forcing 3 of its 150 would be
+    over it. The last case to report carries the verdict of the sum."""
+    pytester.makepyfile(test_sharded=SHARDED.replace("{FORCED}", repr(forced)))
+    result = pytester.runpytest_subprocess("-p", "properties.plugin", "--forced-budget", "0.01", *workers)
+    result.assert_outcomes(passed=2 - failed, failed=failed)
+    if failed:
+        result.stdout.fnmatch_lines(
+            [f"*near-tie budget exceeded: {sum(forced)} of 300*", "*over the property's 2 cases, summed*"]
+        )
+
+
+def test_a_case_run_alone_answers_for_the_budget_alone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_sharded=SHARDED.replace("{FORCED}", "(0, 3)"))
+    result = pytester.runpytest_subprocess("-p", "properties.plugin", "-k", "shard2of2")
+    result.assert_outcomes(passed=0, failed=1, deselected=1)
+    result.stdout.fnmatch_lines(["*near-tie budget exceeded: 3 of 150*"])

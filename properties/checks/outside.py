@@ -32,8 +32,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import xgrammar  # noqa: F401  (see below)
 
 from reference.telemetry import LOGGER_NAME
+
+# xgrammar is imported here, where steps are watched, though the spec imports it only where it first
+# builds a grammar (to keep the job's controller light): importing it may touch the global random
+# generators (on a GPU host it does), and a first import inside a watched step would read as the
+# step's change, or inside a strategy's draw as a use of `random`.
 
 # The packages every step reaches: the spec and the batched model operations it runs on.
 SPEC_PACKAGES = ("reference", "batched")

@@ -7,8 +7,8 @@ every finished request equals its plain decoding alone (aborted or failed ones a
 In fast numerics the same claims hold under the replay oracle (`properties.generations.oracle`):
 continuous values within the dtype's rounding, discrete ones equal once the near-ties the oracle
 explains were forced onto the loop engine and the solo decode; a run that forced more than 1 % of
-its decisions fails. Every promoted generation in `properties/generations/regressions/` is replayed
-too."""
+its decisions fails (over the property's cases together). Every promoted generation in
+`properties/generations/regressions/` is replayed too."""
 
 from __future__ import annotations
 
@@ -149,7 +149,9 @@ def p9_settings(shards: int = 1) -> settings:
 def test_p9_generations(run: RunConfig, shard: int) -> None:
     start = len(TOTALS)
     run_state_machine_as_test(machine(run, shard), settings=p9_settings(SHARDS))
-    check_budget([s.tally for s in TOTALS[start:]], run.forced_budget)
+    # The near-tie budget holds over the three cases together (the plugin sums their counts,
+    # `properties.shard_budget`); this case's forced decisions are printed for a failure's report.
+    print(budget_text([s.tally for s in TOTALS[start:]], run.forced_budget))
 
 
 def check_budget(tallies: list, budget: float) -> None:
