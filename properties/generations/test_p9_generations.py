@@ -35,7 +35,7 @@ from properties.shards import shard_examples, shard_ids, shard_seed
 from properties.specs import FaultSpec
 
 MAX_LIVE = 6  # requests waiting or running at once
-SHARDS = 3  # cases the profile's examples are split over, each a worker's (properties.shards)
+SHARDS = 6  # cases the profile's examples are split over, each a worker's (properties.shards)
 ABORT_PICKS = 4 * MAX_LIVE
 # Every finished example adds its counts here (read by `properties.generations.figures`).
 TOTALS: list[PairStats] = []

@@ -21,6 +21,7 @@ from properties.aimed_worlds import world_pairs
 from properties.checks.compare import seq_fields, values_equal
 from properties.config import RunConfig
 from properties.impl import Impl
+from properties.shards import sharded
 from properties.world import World, build_world
 
 
@@ -30,8 +31,9 @@ def run_step(impl: Impl, world: World) -> None:
         torch.cuda.synchronize()
 
 
+@sharded(2)
 @given(data=st.data())
-def test_a_model_that_ran_another_world_runs_this_one_alike(run: RunConfig, data: st.DataObject) -> None:
+def test_a_model_that_ran_another_world_runs_this_one_alike(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec_a, spec_b = data.draw(world_pairs(run), label="pair")
     impl = run.impl
     first = build_world(spec_a)

@@ -10,6 +10,7 @@ from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
 from properties.harness import checked_side_by_side
+from properties.shards import sharded
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
 
@@ -37,7 +38,8 @@ from properties.strategies import world_specs
     "B23",
     "B26",
 )
+@sharded(2)
 @given(data=st.data())
-def test_p1_equivalence(run: RunConfig, data: st.DataObject) -> None:
+def test_p1_equivalence(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run), label="spec")
     checked_side_by_side("P1 equivalence", run, spec, check_equivalence, record=True)

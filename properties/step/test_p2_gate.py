@@ -15,6 +15,7 @@ from properties.gate_worlds import dispatch_specs, expected_gate, gate, gate_inp
 from properties.harness import run_side_by_side
 from properties.impl import plain
 from properties.report import format_report
+from properties.shards import sharded
 from properties.specs import WorldSpec
 from properties.world import base_model, sched_for
 
@@ -27,8 +28,9 @@ def test_gate_truth_table(g: dict) -> None:
 
 
 @covers("P2 gate and dispatch", "G8")
+@sharded(2)
 @given(data=st.data())
-def test_dispatch_follows_gate(run: RunConfig, data: st.DataObject) -> None:
+def test_dispatch_follows_gate(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(dispatch_specs(run), label="spec")
     raw = spec.step.dflash_verify_raw_argmax
     sched, _ = sched_for(spec.step)

@@ -34,7 +34,7 @@ def test_gate_each_clause_alone(data: st.DataObject) -> None:
 
 
 @covers("P2 gate and dispatch", "G8")
-@sharded(2)
+@sharded(3)
 @given(data=st.data())
 def test_dispatch_at_the_gate_corner(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec, clause = data.draw(corner_worlds(run), label="world")

@@ -12,6 +12,7 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
 from properties.harness import checked_side_by_side
+from properties.shards import sharded
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
 
@@ -36,8 +37,9 @@ from properties.strategies import world_specs
     "B22",
     "B23",
 )
+@sharded(2)
 @given(data=st.data())
-def test_p3_call_accounting(run: RunConfig, data: st.DataObject) -> None:
+def test_p3_call_accounting(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     checked_side_by_side("P3 call accounting", run, spec, check_calls, record=True)
 

@@ -15,11 +15,13 @@ from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
 from properties.harness import checked_side_by_side
+from properties.shards import sharded
 from properties.specs import WorldSpec
 
 
 @covers("P3 call accounting", "B21", "B25", "B26")
+@sharded(2)
 @given(data=st.data())
-def test_p3_meta_stride_boundary(run: RunConfig, data: st.DataObject) -> None:
+def test_p3_meta_stride_boundary(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(stride_worlds(run), label="spec")
     checked_side_by_side("P3 meta stride", run, spec, check_equivalence, check_calls, check_logs)

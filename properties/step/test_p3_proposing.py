@@ -18,12 +18,14 @@ from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
 from properties.harness import checked_side_by_side
+from properties.shards import sharded
 from properties.specs import WorldSpec
 
 
 @covers("P3 call accounting", "B14", "B16", "B17", "B18", "B19", "B20", "B21", "B22", "B23", "D4")
+@sharded(2)
 @given(data=st.data())
-def test_p3_group_outcomes(run: RunConfig, data: st.DataObject) -> None:
+def test_p3_group_outcomes(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(group_worlds(run), label="spec")
     checked_side_by_side("P3 group outcomes", run, spec, check_equivalence, check_calls, check_logs)
 
@@ -46,7 +48,8 @@ def test_p3_group_outcomes(run: RunConfig, data: st.DataObject) -> None:
     "B26",
     "D4",
 )
+@sharded(2)
 @given(data=st.data())
-def test_p3_proposing_mixes(run: RunConfig, data: st.DataObject) -> None:
+def test_p3_proposing_mixes(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(proposing_worlds(run), label="spec")
     checked_side_by_side("P3 proposing mixes", run, spec, check_equivalence, check_calls, check_logs)

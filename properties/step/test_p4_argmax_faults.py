@@ -25,7 +25,7 @@ from properties.specs import WorldSpec
 
 
 @covers("P4 faults", "B4", "B5", "B6", "B7", "B8", "B9")
-@sharded(2)
+@sharded(3)
 @given(data=st.data())
 def test_p4_argmax_path_faults(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(greedy_worlds(run), label="spec")

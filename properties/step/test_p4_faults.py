@@ -15,6 +15,7 @@ from properties.checks.mismatch import Mismatch
 from properties.config import RunConfig
 from properties.fault_plans import fault_specs
 from properties.harness import checked_side_by_side
+from properties.shards import sharded
 from properties.side_by_side import SideBySide
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
@@ -45,8 +46,9 @@ def check_nothing_lost(sbs: SideBySide) -> list[Mismatch]:
 
 
 @covers("P4 faults", "B3", "B7", "B9", "B13", "B19", "B20", "B21", "B22", "B23", "D1", "D2")
+@sharded(2)
 @given(data=st.data(), extra=fault_specs(max_faults=1))
-def test_p4_faults(run: RunConfig, data: st.DataObject, extra: tuple) -> None:
+def test_p4_faults(run: RunConfig, shard: int, data: st.DataObject, extra: tuple) -> None:
     spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     if not spec.faults:
         spec = replace(spec, faults=extra)

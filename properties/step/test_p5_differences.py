@@ -40,7 +40,7 @@ def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
 
 
 @covers("P5 only registered differences", "D4")
-@sharded(2)
+@sharded(3)
 @given(data=st.data())
 def test_p5_without_faults_only_d4(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
@@ -55,7 +55,7 @@ def test_p5_without_faults_only_d4(run: RunConfig, shard: int, data: st.DataObje
 
 
 @covers("P5 only registered differences", "D1")
-@sharded(2)
+@sharded(3)
 @given(data=st.data())
 def test_p5_d1_checkpoint_after_failed_save(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=1), label="spec")
@@ -76,8 +76,9 @@ def test_p5_d1_checkpoint_after_failed_save(run: RunConfig, shard: int, data: st
 
 
 @covers("P5 only registered differences", "D2")
+@sharded(2)
 @given(data=st.data())
-def test_p5_d2_decode_batch_failure_finishes_every_row(run: RunConfig, data: st.DataObject) -> None:
+def test_p5_d2_decode_batch_failure_finishes_every_row(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
     spec = replace(clean(spec), faults=(FaultSpec("decode_batch", 0, "err"),))
     sbs = run_side_by_side(spec, run.impl, run.replays)

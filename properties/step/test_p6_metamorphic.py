@@ -128,7 +128,7 @@ def _same(a: Any, b: Any, rtol: float) -> bool:
 
 
 @covers("P6 metamorphic", "B5", "B6", "B14", "B16")
-@sharded(2)
+@sharded(4)
 @given(data=st.data(), cap=st.sampled_from((0, 1, 2, 3, 8)))
 def test_p6_group_cap_and_argmax_path(run: RunConfig, shard: int, data: st.DataObject, cap: int) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")
@@ -141,7 +141,7 @@ def test_p6_group_cap_and_argmax_path(run: RunConfig, shard: int, data: st.DataO
 
 
 @covers("P6 metamorphic", "B1")
-@sharded(2)
+@sharded(4)
 @given(data=st.data())
 def test_p6_alone_or_in_any_order(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(world_specs(run, min_n=2), label="spec")

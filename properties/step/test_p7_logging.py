@@ -16,6 +16,7 @@ from properties.checks.logs import check_logs
 from properties.config import RunConfig
 from properties.fresh_process import run_fresh
 from properties.harness import checked_side_by_side
+from properties.shards import sharded
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
 from reference.errors import ModelError
@@ -23,8 +24,9 @@ from reference.telemetry import LogCapture
 
 
 @covers("P7 logging", "B3", "B6", "B7", "B9", "B13", "B21", "B22", "B24", "B25", "D3")
+@sharded(2)
 @given(data=st.data(), seen=st.sets(st.sampled_from((KEY_ARGMAX, KEY_GATE, KEY_ENGAGED))))
-def test_p7_logs(run: RunConfig, data: st.DataObject, seen: set[str]) -> None:
+def test_p7_logs(run: RunConfig, shard: int, data: st.DataObject, seen: set[str]) -> None:
     spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     spec = replace(spec, step=replace(spec.step, seen_log_keys=tuple(sorted(seen))))
     checked_side_by_side("P7 logging", run, spec, check_logs, record=True)

@@ -17,6 +17,7 @@ from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.impl import load
 from properties.report import format_report
+from properties.shards import sharded
 from properties.specs import FaultSpec, WorldSpec
 from properties.strategies import world_specs
 from properties.world import build_world
@@ -43,8 +44,9 @@ def test_p8_bad_indices_raise_before_touching_anything(run: RunConfig, data: st.
 
 
 @covers("P8 bad input", "B2", "B9")
+@sharded(2)
 @given(data=st.data())
-def test_p8_bad_rows_have_a_defined_outcome(run: RunConfig, data: st.DataObject) -> None:
+def test_p8_bad_rows_have_a_defined_outcome(run: RunConfig, shard: int, data: st.DataObject) -> None:
     """A NaN logits row finishes that row only (B9); an out-of-vocabulary last token or a full
     sequence fails the whole `decode_batch` (B2, D2); the rest matches the reference."""
     spec: WorldSpec = data.draw(world_specs(run, min_n=1, wide_slots=True), label="spec")
