@@ -23,6 +23,7 @@ from nightly.results import PROPERTY
 from nightly.rounds import Plan
 from properties import counters
 from properties.gpu import worker_index
+from properties.shards import shard_examples
 
 OBSERVED_MAX_BYTES = 256 * 2**20  # per process and round: an all-night run checks hundreds of thousands of examples
 
@@ -66,13 +67,17 @@ class Slot:
     seed: int | None = None
 
 
-def share_test(fn: Any, planned: int | None, slot: Slot, nodeid: str) -> bool:
+def share_test(fn: Any, planned: int | None, slot: Slot, nodeid: str, shards: int = 1) -> bool:
     """Give Hypothesis test `fn` this worker's share of its examples (`planned`, else its own
     `@settings`' or the profile's `max_examples`) and, with a run seed, a seed of its own; False,
-    leaving it as it is, when the share is empty (Hypothesis refuses `max_examples=0`)."""
+    leaving it as it is, when the share is empty (Hypothesis refuses `max_examples=0`). A test split
+    over `shards` cases (`properties.shards`) takes a case's part of `planned`."""
     own = getattr(fn, "_hypothesis_internal_settings_applied", False)
     base = fn._hypothesis_internal_use_settings if own else settings.default
-    total = base.max_examples if own or planned is None else planned
+    if shards > 1 and planned is not None:
+        total = shard_examples(shards, planned)
+    else:
+        total = base.max_examples if own or planned is None else planned
     if spread.share(total, slot.index, slot.count) == 0:
         return False
     fn._hypothesis_internal_use_settings = worker_settings(base, total, slot.index, slot.count)
@@ -95,7 +100,9 @@ def apply_plan(items: list[pytest.Item], plan: Plan, slot: Slot) -> None:
         fn = getattr(fn, "__func__", fn)
         if getattr(fn, "is_hypothesis_test", False):
             if id(fn) not in runs:
-                runs[id(fn)] = share_test(fn, plan.for_test(item.nodeid), slot, item.nodeid)
+                marker = item.get_closest_marker("shards")
+                shards = int(marker.args[0]) if marker is not None else 1
+                runs[id(fn)] = share_test(fn, plan.for_test(item.nodeid), slot, item.nodeid, shards)
             runs_here = runs[id(fn)]
         else:
             runs_here = spread.replays_database(slot.index, slot.count)

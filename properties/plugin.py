@@ -119,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
     torch.set_num_threads(run.threads)
     config.addinivalue_line("markers", "gpu: needs a CUDA device (skipped without one)")
     config.addinivalue_line("markers", "slow: long-running; skipped under the ci profile unless asked for")
+    config.addinivalue_line("markers", "shards(n): a property's examples split over n cases (properties.shards)")
     config.addinivalue_line(
         "markers", "forces_decisions: forces decisions on purpose (exempt from the near-tie budget)"
     )

@@ -49,11 +49,13 @@ def shard_ids(shards: int) -> list[str]:
 def sharded(shards: int) -> Callable[[F], F]:
     """Decorate a `@given` test (placed above `@given`, with no `@settings` of its own): `shards`
     pytest cases with the parameter `shard` (0-based), each running `shard_examples(shards)`
-    examples of the loaded profile."""
+    examples of the loaded profile, marked `shards(n)` so that a runner that plans a property's
+    examples (the nightly's rounds) gives each case its share."""
 
     def wrap(test: F) -> F:
         with_count = settings(max_examples=shard_examples(shards))(test)
-        return pytest.mark.parametrize("shard", range(shards), ids=shard_ids(shards))(with_count)
+        cases = pytest.mark.parametrize("shard", range(shards), ids=shard_ids(shards))(with_count)
+        return pytest.mark.shards(shards)(cases)  # for a runner that plans the property's examples
 
     return wrap
 

@@ -58,12 +58,12 @@ def test_a_check_job_runs_the_gpu_tests_then_the_properties(tmp_path: Path) -> N
     ran = steps(data)
     assert list(ran) == ["gpu-tests", "properties"] and data["verdict"] == "ok"
     assert ran["gpu-tests"]["outcome"] == "2 skipped", "no GPU here: the `-m gpu` tests skip"
-    assert ran["properties"]["outcome"] == "3 passed"
+    assert ran["properties"]["outcome"] == "5 passed", "P1 and P2's dispatch in two cases each, the truth table in one"
     props = ran["properties"]["command"]
     assert props[props.index("--device") :][:8] == ["--device", "cpu", "--numerics", "exact", "--dtype", "float64",
                                                    "--impl", "literal"]  # fmt: skip
     assert props[-2:] == ["-n", "2"] and "--hypothesis-profile" in props
-    assert "| all 3 | 300 | 0 / " in (out / "summary.md").read_text(), "the properties' totals"
+    assert "| all 5 | 304 | 0 / " in (out / "summary.md").read_text(), "the properties' totals (51 + 51 a split test)"
     assert json.loads((out / "environment.json").read_text())["torch"] == torch.__version__
     assert (out / "logs" / "properties.log").exists() and (out / "properties-summary.json").exists()
 

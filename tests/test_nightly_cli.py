@@ -21,7 +21,7 @@ from nightly.outputs import OUTPUT_FILES, PACKED, SECTIONS
 from nightly.runner import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
-P1 = "properties/step/test_p1_equivalence.py::test_p1_equivalence"
+P1 = "properties/step/test_p1_equivalence.py::test_p1_equivalence[shard1of2]"  # one case of P1 (properties.shards)
 
 
 def test_a_tiny_cpu_run_writes_every_output_and_packs_the_details(tmp_path: Path) -> None:
@@ -31,11 +31,12 @@ def test_a_tiny_cpu_run_writes_every_output_and_packs_the_details(tmp_path: Path
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"}
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "round 1 [1/1] PASS test_p1_equivalence: 3 examples" in done.stdout
+    assert "round 1 [1/1] PASS test_p1_equivalence[shard1of2]: 3 examples" in done.stdout
     assert sorted(p.name for p in out.iterdir()) == sorted([*OUTPUT_FILES, PACKED])
     report = (out / "report.md").read_text()
     assert report.startswith("# Nightly equivalence run: PASS")
-    assert all(f"\n{s}\n" in report for s in SECTIONS) and "| `test_p1_equivalence` | PASS | 3 | 3 |" in report
+    assert all(f"\n{s}\n" in report for s in SECTIONS)
+    assert "| `test_p1_equivalence[shard1of2]` | PASS | 3 | 3 |" in report
     summary = json.loads((out / "summary.json").read_text())
     p1 = summary["tests"][P1]
     assert (summary["result"], p1["examples"], p1["runs"], p1["failures"]) == ("PASS", 3, 3, [])
@@ -49,7 +50,8 @@ def test_a_tiny_cpu_run_writes_every_output_and_packs_the_details(tmp_path: Path
     cases = [r for r in map(json.loads, observed[0].splitlines()) if r["type"] == "test_case"]
     assert len(cases) == 3 and all(r["property"] == P1 and r["arguments"] for r in cases)
     suite = ET.parse(out / "junit.xml").getroot().find("testsuite")
-    assert suite.get("name") == "nightly round 1" and suite.find("testcase").get("name") == "test_p1_equivalence"
+    assert suite.get("name") == "nightly round 1"
+    assert suite.find("testcase").get("name") == "test_p1_equivalence[shard1of2]"
 
 
 def test_the_rounds_are_configured_by_their_command_line_alone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from hypothesis import settings
 
 from properties.config import RunConfig
 from properties.generations import test_p9_generations as p9
-from properties.shards import shard_examples, shard_ids, shard_seed
+from properties.shards import shard_examples, shard_ids, shard_seed, sharded
 
 pytest_plugins = ["pytester"]
 
@@ -90,3 +90,19 @@ def test_p9_cases_are_seeded_apart_only_under_a_derandomized_profile(profile: bo
         assert None not in seeds and len(set(seeds)) == p9.SHARDS, seeds
     else:  # each case draws its own random seed
         assert seeds == [None] * p9.SHARDS
+
+
+def test_a_nightly_round_gives_each_case_its_part_of_the_planned_examples() -> None:
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from nightly.plugin import Slot, share_test
+
+    @sharded(2)
+    @given(x=st.integers())
+    def prop(shard: int, x: int) -> None:
+        pass
+
+    marker = next(m for m in prop.pytestmark if m.name == "shards")  # type: ignore[attr-defined]
+    assert share_test(prop, 10, Slot(), "m.py::prop[shard1of2]", marker.args[0])
+    assert prop._hypothesis_internal_use_settings.max_examples == shard_examples(2, 10) == 6  # type: ignore[attr-defined]
