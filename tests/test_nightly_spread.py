@@ -55,6 +55,7 @@ def planned(examples: int, slot: Slot) -> list[SimpleNamespace]:
     ]
     for item in items:
         item.add_marker = item.marks.append
+        item.get_closest_marker = lambda name, item=item: next((m for m in item.marks if m.name == name), None)
     apply_plan(items, Plan(default=examples), slot)  # type: ignore[arg-type]
     return items
 
