@@ -122,8 +122,8 @@ def machine(run: RunConfig, shard: int | None = None) -> type[P9Generations]:
 
 
 def p9_settings(shards: int = 1) -> settings:
-    """A `shards`-th of the loaded profile's example count (rounded up), each example a whole run of
-    up to 40 rules."""
+    """One case's part of the loaded profile's example count (`shard_examples`), each example a whole
+    run of up to 40 rules."""
     return settings(settings(), stateful_step_count=40, max_examples=shard_examples(shards))
 
 
@@ -149,7 +149,7 @@ def p9_settings(shards: int = 1) -> settings:
 def test_p9_generations(run: RunConfig, shard: int) -> None:
     start = len(TOTALS)
     run_state_machine_as_test(machine(run, shard), settings=p9_settings(SHARDS))
-    # The near-tie budget holds over the three cases together (the plugin sums their counts,
+    # The near-tie budget holds over the cases together (the plugin sums their counts,
     # `properties.shard_budget`); this case's forced decisions are printed for a failure's report.
     print(budget_text([s.tally for s in TOTALS[start:]], run.forced_budget))
 
