@@ -1,9 +1,9 @@
 """The pytest plugin of a nightly round (`-p nightly.plugin`), active in every process that runs
 tests (the only one, or each xdist worker). It keeps this host's shard of the tests, gives each
-Hypothesis test this worker's share of the round's examples, its own seed and the database replay
-on the first worker only (`nightly.spread`), attaches each test's node id, worker and counts to its
-JUnit test case (`results.PROPERTY`), and writes Hypothesis's observability records to a file per
-process and round (`--nightly-observed`)."""
+Hypothesis test this worker's share of the round's examples and the database replay on the first
+worker only, and each test case (each case of a split property too) its own seed (`nightly.spread`),
+attaches each test's node id, worker and counts to its JUnit test case (`results.PROPERTY`), and
+writes Hypothesis's observability records to a file per process and round (`--nightly-observed`)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,10 @@ from nightly.results import PROPERTY
 from nightly.rounds import Plan
 from properties import counters
 from properties.gpu import worker_index
-from properties.shards import shard_examples
+from properties.shards import GIVEN_SEED, shard_examples
 
 OBSERVED_MAX_BYTES = 256 * 2**20  # per process and round: an all-night run checks hundreds of thousands of examples
+SLOT = pytest.StashKey["Slot"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,11 +68,11 @@ class Slot:
     seed: int | None = None
 
 
-def share_test(fn: Any, planned: int | None, slot: Slot, nodeid: str, shards: int = 1) -> bool:
+def share_test(fn: Any, planned: int | None, slot: Slot, shards: int = 1) -> bool:
     """Give Hypothesis test `fn` this worker's share of its examples (`planned`, else its own
-    `@settings`' or the profile's `max_examples`) and, with a run seed, a seed of its own; False,
-    leaving it as it is, when the share is empty (Hypothesis refuses `max_examples=0`). A test split
-    over `shards` cases (`properties.shards`) takes a case's part of `planned`."""
+    `@settings`' or the profile's `max_examples`); False, leaving it as it is, when the share is
+    empty (Hypothesis refuses `max_examples=0`). A test split over `shards` cases
+    (`properties.shards`) takes a case's part of `planned`. Its seed is each case's (`seed_case`)."""
     own = getattr(fn, "_hypothesis_internal_settings_applied", False)
     base = fn._hypothesis_internal_use_settings if own else settings.default
     if shards > 1 and planned is not None:
@@ -82,11 +83,29 @@ def share_test(fn: Any, planned: int | None, slot: Slot, nodeid: str, shards: in
         return False
     fn._hypothesis_internal_use_settings = worker_settings(base, total, slot.index, slot.count)
     fn._hypothesis_internal_settings_applied = True
-    if slot.seed is not None:
-        # What `@seed` sets, without the `database=None` it (and `--hypothesis-seed`) adds: the
-        # workers share the example database.
-        fn._hypothesis_internal_use_seed = spread.worker_seed(slot.seed, slot.host, slot.round, slot.index, nodeid)
     return True
+
+
+def seed_keeping_database(fn: Any, seed: int) -> None:
+    """Seed Hypothesis test `fn` with `seed` for its next run, as `@seed(seed)` does, keeping its
+    example database."""
+    # A Hypothesis internal, the attribute `@seed` sets: `hypothesis.seed` (like `--hypothesis-seed`)
+    # also sets `database=None`, and the workers share the example database.
+    fn._hypothesis_internal_use_seed = seed
+
+
+def seed_case(item: pytest.Item, slot: Slot) -> None:
+    """With a run seed, give test case `item` its own seed (`spread.worker_seed` of its node id):
+    in its stash for a state machine split by hand (`properties.shards.GIVEN_SEED`), and on its
+    function for a Hypothesis test. The cases of a split property share one function, so this is
+    done as each case starts."""
+    if slot.seed is None:
+        return
+    item.stash[GIVEN_SEED] = spread.worker_seed(slot.seed, slot.host, slot.round, slot.index, item.nodeid)
+    fn = getattr(item, "obj", None)
+    fn = getattr(fn, "__func__", fn)
+    if getattr(fn, "is_hypothesis_test", False):
+        seed_keeping_database(fn, item.stash[GIVEN_SEED])
 
 
 def apply_plan(items: list[pytest.Item], plan: Plan, slot: Slot) -> None:
@@ -102,7 +121,7 @@ def apply_plan(items: list[pytest.Item], plan: Plan, slot: Slot) -> None:
             if id(fn) not in runs:
                 marker = item.get_closest_marker("shards")
                 shards = int(marker.args[0]) if marker is not None else 1
-                runs[id(fn)] = share_test(fn, plan.for_test(item.nodeid), slot, item.nodeid, shards)
+                runs[id(fn)] = share_test(fn, plan.for_test(item.nodeid), slot, shards)
             runs_here = runs[id(fn)]
         else:
             runs_here = spread.replays_database(slot.index, slot.count)
@@ -120,7 +139,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     plan = Plan.from_json(Path(plan_file).read_text()) if plan_file else Plan()
     _, index, count = worker_slot(config)
     round_no, seed = config.getoption("nightly_round"), config.getoption("nightly_seed")
-    apply_plan(items, plan, Slot(index, count, shard.index, round_no, seed))
+    config.stash[SLOT] = Slot(index, count, shard.index, round_no, seed)
+    apply_plan(items, plan, config.stash[SLOT])
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    seed_case(item, item.config.stash.get(SLOT, Slot()))
 
 
 @pytest.hookimpl(tryfirst=True)

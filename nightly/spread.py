@@ -2,9 +2,10 @@
 
 pytest-xdist deals whole tests to workers, so one slow property would keep one core busy. A round
 runs with `--dist each` instead: every worker runs every test of the shard on its own share of the
-test's examples, from its own seed, against one example database. A test that is not a Hypothesis
-test runs on the first worker only; the others skip it with `SHARE_SKIP`, which the results leave
-out. `--shard i/N` gives host i every N-th test (`by="tests"`) or every test (`by="seeds"`).
+test's examples, each test case (each case of a split property too) from its own seed, against one
+example database. A test that is not a Hypothesis test runs on the first worker only; the others
+skip it with `SHARE_SKIP`, which the results leave out. `--shard i/N` gives host i every N-th test
+(`by="tests"`) or every test (`by="seeds"`).
 """
 
 from __future__ import annotations
@@ -56,8 +57,9 @@ def share(total: int, index: int, count: int) -> int:
 
 
 def worker_seed(run_seed: int, host: int, round_no: int, index: int, nodeid: str) -> int:
-    """The seed of one test on one worker of one host in one round: a 64-bit hash of all five, so
-    no two of them draw the same stream and one run seed gives the same streams again."""
+    """The seed of one test case (`nodeid`: each case of a split property its own) on one worker of
+    one host in one round: a 64-bit hash of all five, so no two of them draw the same stream and one
+    run seed gives the same streams again."""
     digest = hashlib.sha256(f"{run_seed}/{host}/{round_no}/{index}/{nodeid}".encode()).digest()
     return int.from_bytes(digest[:8], "big")
 

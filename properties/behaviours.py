@@ -66,6 +66,7 @@ COVERAGE: dict[str, tuple[str, ...]] = {}
 PROPERTY_MODULES = (
     "properties.step.test_p1_equivalence",
     "properties.step.test_p2_gate",
+    "properties.step.test_p2_gate_clauses",
     "properties.step.test_p3_calls",
     "properties.step.test_p4_faults",
     "properties.step.test_p5_differences",
@@ -73,6 +74,12 @@ PROPERTY_MODULES = (
     "properties.step.test_p7_logging",
     "properties.step.test_p8_bad_input",
     "properties.generations.test_p9_generations",
+    "properties.sampling.test_step_draws",
+    "properties.sampling.test_step_invariance",
+    # The suite's own parts, whose `@covers` count too (the gate's clauses G1-G7 are checked only here).
+    "properties.self_tests.test_gate",
+    "properties.self_tests.test_literal_dispatch",
+    "properties.self_tests.test_propose_log",
 )
 
 

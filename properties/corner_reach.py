@@ -1,6 +1,7 @@
-"""Which corner pairs (`properties.corners`) the derandomized `ci` samples reach: P2's four gate
-properties (two on gate inputs, two on worlds run through the dispatch) and the mixes P1 draws, as
-`properties.fixed_sample` draws them; and the markdown of `docs/corners.md` (`python -m properties.corner_reach`).
+"""Which corner pairs (`properties.corners`) the derandomized `ci` samples reach: the gate's two self
+tests on gate inputs (`properties/self_tests/test_gate.py`), P2's two on worlds run through the
+dispatch, and the mixes P1 draws, as `properties.fixed_sample` draws them; and the markdown of
+`docs/corners.md` (`python -m properties.corner_reach`).
 
 A pair counts as reached when an example that runs the code meeting both its conditions holds it:
 gate inputs run the gate function alone, so they reach the pairs of two clauses (which only the gate

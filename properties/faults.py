@@ -30,6 +30,7 @@ _OWN_FIELDS = frozenset(
         "calls",
         "conf_by_slot",
         "rows",
+        "unmasked_rows",
     }
 )
 
@@ -62,6 +63,9 @@ class FaultyModel:
         self.calls: list[Call] = []
         self.conf_by_slot: dict[int, list[float]] = {}
         self.rows: dict[int, torch.Tensor] = {}
+        # By slot, the row as decoded before a bad-row fault rewrote it: the scale its survivors'
+        # rounding belongs to (`properties.checks.numerics.differing`'s `computed_from`).
+        self.unmasked_rows: dict[int, torch.Tensor] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._model, name)
@@ -80,6 +84,7 @@ class FaultyModel:
         (logits rows, the tensors in call details) to its device."""
         self._model = model
         self.rows = {k: v.to(model.device) for k, v in self.rows.items()}
+        self.unmasked_rows = {k: v.to(model.device) for k, v in self.unmasked_rows.items()}
         for c in self.calls:
             c.detail = {k: v.to(model.device) if isinstance(v, torch.Tensor) else v for k, v in c.detail.items()}
 
@@ -117,6 +122,7 @@ class FaultyModel:
         out = self._run(call, lambda: self._model.decode(token, seq, rank))
         if kind in BAD_ROWS:
             call.outcome, call.injected = kind, True
+            self.unmasked_rows[seq.slot_idx] = out.detach().clone()
             out = bad_row(out, kind, self._masked.get(seq.slot_idx))
         self.rows[seq.slot_idx] = out.detach().clone()
         return out
@@ -134,6 +140,7 @@ class FaultyModel:
             call.outcome, call.injected, call.detail["row"] = f.kind, True, row
             if not f.in_place:
                 out = out.clone()
+            self.unmasked_rows[slots[row]] = out[row].detach().clone()
             out[row] = bad_row(out[row], f.kind, self._masked.get(slots[row]))
         kept = out.detach().clone()
         self.rows.update({slot: kept[j] for j, slot in enumerate(slots)})

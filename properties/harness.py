@@ -50,19 +50,35 @@ MAX_ROUNDS = 16
 
 
 def run_guarded(
-    world: World, model: FaultyModel, impl: Impl, decisions: DecisionLog | None = None
+    world: World,
+    model: FaultyModel | Callable[[World], FaultyModel],
+    impl: Impl,
+    decisions: DecisionLog | None = None,
 ) -> tuple[Side, list[Mismatch]]:
     """`run_step` of the implementation, and what it changed outside its world (`properties.checks.outside`):
-    weights it wrote are put back before this returns."""
-    models = [world.model]
-    remember_weights(models)
+    weights it wrote are put back before this returns. `model` is the model the step runs through, or
+    what makes it from `world` (the implementation's `prepare_model`, which may put a new model in the
+    world): the watch begins before that runs, so that a preparation is held to the step's rule (it
+    may build new objects, never change existing ones). The world's model as given is watched, and a
+    new one the preparation put in the world from when it was made. A report of any change ends with
+    what was compared by identity only (`outside.not_fingerprinted`)."""
+    given = [world.model]
+    remember_weights(given)
     packages = outside.packages_of(getattr(impl.step, "__module__", ""), canonical(impl.name).partition(":")[0])
-    before = outside.snapshot(models, packages)
-    side = run_step(world, model, impl.step, decisions)
-    changed = outside.changes(before, outside.snapshot(models, packages)) + weights_written(models)
-    return side, [
-        Mismatch(None, f"{what}, outside the world (before | after the step)", was, now) for what, was, now in changed
-    ]
+    before = outside.snapshot(given, packages)
+    faulty = model if isinstance(model, FaultyModel) else model(world)
+    made = [world.model] if world.model is not given[0] else []
+    remember_weights(made)
+    made_before = outside.model_snapshot(made, len(given))
+    side = run_step(world, faulty, impl.step, decisions)
+    changed = outside.changes(before, outside.snapshot(given, packages, before))
+    changed += outside.changes(made_before, outside.model_snapshot(made, len(given)))
+    changed += weights_written(given + made)
+    out = [Mismatch(None, f"{what}, outside the world (before | after the step)", a, b) for what, a, b in changed]
+    note = outside.not_fingerprinted(before) if out else None
+    if note:  # on the first, which the report shows in full
+        out[0].field += f"\n      {note}"
+    return side, out
 
 
 def run_step(world: World, model: Any, step: Callable[..., Any], decisions: DecisionLog | None = None) -> Side:
@@ -157,9 +173,13 @@ def run_side_by_side(spec: WorldSpec, impl: Impl, replays: Path = DEFAULT_REPLAY
     masked = masked_tokens(before, list(spec.faults))
 
     impl_world = base.clone() if ref_device == spec.model.device else on_device(base, spec.model.device)
-    impl_world.model = impl.prepare_model(impl_world.model)
-    impl_world.model.poison_scratch()
-    impl_side, changed = run_guarded(impl_world, FaultyModel(impl_world.model, spec.faults, masked=masked), impl)
+
+    def prepared(world: World) -> FaultyModel:  # inside the watch: what a preparation changes is seen
+        world.model = impl.prepare_model(world.model)
+        world.model.poison_scratch()
+        return FaultyModel(world.model, spec.faults, masked=masked)
+
+    impl_side, changed = run_guarded(impl_world, prepared, impl)
     if ref_device != spec.model.device:
         impl_side = side_on(impl_side, ref_device)
 

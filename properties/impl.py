@@ -16,9 +16,12 @@ function happens to be defined. What a module may say:
   inside a batched pass, with no per-row `argmax_on_device` call (default True, as the loop does).
 - `NOISE = "own"`: the step samples with its own randomness, not the reference's counter-based
   noise (default "coupled": every token bit-equal to the reference's). Its sampled tokens are then
-  checked for support, in distribution and for seed invariance (`properties.sampling`).
-- `ROW_SAMPLER`: the step's sampler as a `reference.row_request.RowSampler`, which the distribution
-  oracle draws from many times (required with `NOISE = "own"`).
+  checked for support on its own rows, and the step's draws in distribution, for independence across
+  seeds and positions and for seed invariance (`properties.sampling`), whatever the noise.
+- `ROW_SAMPLER` (optional, with own noise): the step's sampler as a `reference.row_request.RowSampler`.
+  Every token the step draws must then be that sampler's for the same row and request
+  (`properties.checks.own_noise`), and the sampler is tested alone with many more draws
+  (`properties.sampling.test_distribution`, `test_seed_invariance`).
 """
 
 from __future__ import annotations
@@ -123,6 +126,13 @@ class Impl:
         """The same implementation with `step` in place of its own (a wrapper that traces or asserts)."""
         return replace(self, step=step)
 
+    def as_loop(self, step: StepFn | None = None) -> Impl:
+        """This implementation where a dispatch ran the per-sequence loop in its place (the gate
+        closed): its model preparation kept, the loop's call contract and coupled noise (the loop
+        makes the per-row argmax calls and draws the reference's noise, whatever the batched step
+        declares); `step` in place of its own where given."""
+        return replace(self, step=step or self.step, per_row_fast_greedy_calls=True, noise="coupled", sampler=None)
+
 
 def canonical(name: str) -> str:
     """`module:function` for a registry name, else `name` itself."""
@@ -172,10 +182,9 @@ def load(name: str = DEFAULT_IMPL) -> Impl:
     if noise not in NOISES:
         raise ValueError(f"--impl {name!r}: {module_name}.NOISE is {noise!r}, expected one of {', '.join(NOISES)}")
     sampler = _attr(name, entry.sampler) if entry.sampler else getattr(module, "ROW_SAMPLER", None)
-    if noise == "own" and not callable(sampler):
+    if sampler is not None and not callable(sampler):
         raise ValueError(
-            f"--impl {name!r}: own noise needs its row sampler ({module_name}.ROW_SAMPLER, a "
-            "reference.row_request.RowSampler) for the distribution oracle"
+            f"--impl {name!r}: {module_name}.ROW_SAMPLER is not callable (a reference.row_request.RowSampler)"
         )
     return Impl(name, fn, prepare, contract, noise, sampler if noise == "own" else None)
 

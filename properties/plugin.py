@@ -12,8 +12,10 @@ Profiles: `dev` (quick, random; the default), `ci` (deterministic, bounded, no d
 default where `CI` is set: it replaces Hypothesis's own `ci` on purpose, with `print_blob`),
 `nightly` (random, many examples, the example database), `gpu` (nightly-sized), `mutants` (`ci`
 with 60 examples and no shrinking, for the mutation runner), `power` (`ci` without shrinking: the
-same examples, so a failure at the same example, for `python -m mutants.power`). `dev` runs replay what the nightly
-database holds without writing to it.
+same examples, so a failure at the same example, for `python -m mutants.power`), `quick` (`ci` with
+4 examples a property and no shrinking: a smoke run of every test, e.g. an installation's check,
+`tests/test_plugin_install.py`). `dev` runs replay what the nightly database holds without writing
+to it.
 """
 
 from __future__ import annotations
@@ -34,9 +36,11 @@ from properties.databases import developer_database, nightly_database
 from properties.gpu import pinned_device
 from properties.shard_budget import COUNTS_PROPERTY as BUDGET_COUNTS
 from properties.shard_budget import ShardBudget, property_of
+from properties.shards import start_case
 
 RUN_KEY = pytest.StashKey[RunConfig]()
 SLOW_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
+QUICK_EXAMPLES = 4  # the `quick` profile's examples a property: a smoke run of every test
 HELP = {
     "device": "cpu, cuda, cuda:N or best (default: cpu)",
     "numerics": "exact (bit-equal, the default) or fast (the replay oracle)",
@@ -102,6 +106,12 @@ def register_profiles(config: pytest.Config) -> None:
     settings.register_profile(
         "power", parent=settings.get_profile("ci"), phases=[p for p in Phase if p not in (Phase.shrink, Phase.explain)]
     )
+    settings.register_profile(
+        "quick",
+        parent=settings.get_profile("ci"),
+        max_examples=QUICK_EXAMPLES,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -122,6 +132,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "shards(n): a property's examples split over n cases (properties.shards)")
     config.addinivalue_line(
         "markers", "forces_decisions: forces decisions on purpose (exempt from the near-tie budget)"
+    )
+    config.addinivalue_line(
+        "markers", "self_test: checks the suite's own spec or parts, whatever --impl names (properties/self_tests/)"
     )
 
 
@@ -178,3 +191,9 @@ def pytest_runtest_makereport(
         report.outcome = "failed"
         report.longrepr = why
     return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    """Each case of a split property its own seed under a given one (`properties.shards.start_case`)."""
+    start_case(item)

@@ -7,6 +7,13 @@ moves it), two noisy candidates within a hair of each other or a top-p right on 
 boundary (so a small error in temperature, mass or penalties moves it). These fields put them
 there. Only sampling-side state changes: the world's caches and logits are untouched, and a row
 the model refuses to decode keeps what was drawn.
+
+A hair is as fine as the numerics mode can tell from a tie. In exact numerics it is the finest there
+is (the closest of 64 seeds, a top-p on the boundary itself, a penalty bisected to the last bit). In
+fast numerics the replay oracle forces any decision whose margin rounding could move (up to twice the
+rows' tolerance, `properties.checks.numerics.ROUNDING`, stretched by the penalties and divided by the
+temperature): there a hair is `HAIR_ROOM` times that margin, the closest a decision can be and still
+be one the oracle holds, not one it forgives.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from dataclasses import replace
 
 import torch
 
+from properties.checks.numerics import ROUNDING
 from properties.specs import SeqSpec, StepSpec
 from reference.eos_hold import eos_mask_ids
 from reference.errors import ModelError
@@ -29,6 +37,23 @@ SEED_CANDIDATES = 64  # sampling seeds a "noise" row chooses from
 NOISE_CANDIDATES = 256  # the best-scored tokens whose noise a seed is judged on
 SEED_STRIDE = 1_000_003
 TOP_P_RANKS = 8  # a "top_p" row's cut sits after one of its first ranks
+HAIR_ROOM = 1.25  # a fast-numerics hair over the largest margin rounding can move
+
+
+def hair_room(model: TinyMtpModel, logits: torch.Tensor) -> float:
+    """In logits, the largest margin rounding can move on this row (twice the row's tolerance) times
+    `HAIR_ROOM`, before penalties and temperature; 0 in exact numerics."""
+    cfg = model.cfg
+    if cfg.numerics == "exact":
+        return 0.0
+    finite = logits[torch.isfinite(logits)]
+    scale = float(finite.abs().max()) if finite.numel() else 0.0
+    return HAIR_ROOM * 2 * ROUNDING[cfg.dtype] * scale
+
+
+def stretch(repetition: float) -> float:
+    """How much a repetition penalty can stretch a logit difference (`properties.checks.forcing`)."""
+    return max(1.0, repetition, 1.0 / repetition) if repetition > 0 else 1.0
 
 
 def shape_rows(model: TinyMtpModel, specs: tuple[SeqSpec, ...], active: list[ActiveSeq], step: StepSpec) -> None:
@@ -50,10 +75,11 @@ def shape_rows(model: TinyMtpModel, specs: tuple[SeqSpec, ...], active: list[Act
         if s.eos_top:
             top = int(torch.argmax(logits))
             a.eos_ids = tuple(dict.fromkeys((*a.eos_ids, top)))
+        room = hair_room(model, logits)
         if s.near_tie == "penalty":
-            penalty_tie(a, logits, step.min_reasoning_floor)
+            penalty_tie(a, logits, step.min_reasoning_floor, room)
         elif s.near_tie and a.temperature > 0.0:
-            near_tie(a, s.near_tie, s.token_seed, logits, step.min_reasoning_floor)
+            near_tie(a, s.near_tie, s.token_seed, logits, step.min_reasoning_floor, room)
 
 
 def echo(a: ActiveSeq, positions: tuple[int, ...], logits: torch.Tensor) -> None:
@@ -69,11 +95,12 @@ def echo(a: ActiveSeq, positions: tuple[int, ...], logits: torch.Tensor) -> None
         a.output_tokens[p] = tok
 
 
-def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, floor: int) -> None:
-    """Make `a`'s sampled decision turn on a hair: "noise" takes the sampling seed whose two best
-    noisy scores are closest; "top_p" sets top-p to the row's cumulative probability at a rank the
-    token seed picks (the reference keeps exactly the ranks up to it). Nothing changes where the row
-    has fewer than two candidates."""
+def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, floor: int, room: float = 0.0) -> None:
+    """Make `a`'s sampled decision turn on a hair (`room` in logits, `hair_room`): "noise" takes the
+    sampling seed whose two best noisy scores are closest, at least the hair apart; "top_p" sets
+    top-p a hair inside the row's cumulative probability at a rank the token seed picks (on it, in
+    exact numerics: the reference keeps exactly the ranks up to it). Nothing changes where the row
+    has fewer than two candidates, or no seed or rank leaves room for the hair."""
     pen = penalty_params_for(a, PositionKind.VERIFY, floor)
     history = penalty_history_scope(a.output_tokens, a.tool_call_end_token)
     try:
@@ -81,11 +108,15 @@ def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, flo
     except ModelError:
         return
     position = len(a.output_tokens)
+    hair = room * stretch(a.repetition_penalty) / a.temperature  # in temperature-scaled scores
     if kind == "top_p":
         csum = cumulative_mass(row, a.temperature, a.top_k)
         if csum.numel() >= 2:
-            p = float(csum[token_seed % min(csum.numel() - 1, TOP_P_RANKS)])
-            if 0.0 < p < 1.0:
+            rank = token_seed % min(csum.numel() - 1, TOP_P_RANKS)
+            below = float(csum[rank - 1]) if rank else 0.0
+            mass = math.expm1(min(hair, 700.0))  # the most a shift of `hair` moves a probability, relatively
+            p = float(csum[rank]) - mass
+            if 0.0 < p < 1.0 and (mass == 0.0 or p - below > mass):
                 a.top_p = p
         return
     if kind != "noise":
@@ -100,7 +131,10 @@ def near_tie(a: ActiveSeq, kind: str, token_seed: int, logits: torch.Tensor, flo
     keys = keys.T[:, :, None]
     noisy = best.values + gumbel_of(keyed_bits(tuple(keys), best.indices))  # [seeds, candidates]
     top2 = noisy.topk(2, dim=-1).values
-    a.sampling_seed = seeds[int(torch.argmin(top2[:, 0] - top2[:, 1]))]
+    gaps = top2[:, 0] - top2[:, 1]
+    gaps = torch.where(gaps >= hair, gaps, math.inf)
+    if bool(torch.isfinite(gaps).any()):
+        a.sampling_seed = seeds[int(torch.argmin(gaps))]
 
 
 # The penalty a "penalty" row is set on, in order of preference, and its neutral value.
@@ -108,11 +142,12 @@ PENALTIES = (("frequency_penalty", 0.0), ("presence_penalty", 0.0), ("repetition
 BISECTIONS = 80
 
 
-def penalty_tie(a: ActiveSeq, logits: torch.Tensor, floor: int) -> None:
+def penalty_tie(a: ActiveSeq, logits: torch.Tensor, floor: int, room: float = 0.0) -> None:
     """Set the first active penalty of `a` (frequency, else presence, else repetition) to the value
-    at which its best penalised history token leads the best other token by a hair: any error in
-    that penalty turns the row's greedy token. Nothing changes where no penalty is active or no
-    history token leads the row without that penalty."""
+    at which its best penalised history token leads the best other token by a hair (`room` in logits,
+    `hair_room`, stretched by the repetition penalty): any error in that penalty turns the row's
+    greedy token. Nothing changes where no penalty is active or no history token leads the row
+    without that penalty by more than the hair."""
     name = next((n for n, neutral in PENALTIES if getattr(a, n) != neutral), None)
     if name is None:
         return
@@ -123,14 +158,15 @@ def penalty_tie(a: ActiveSeq, logits: torch.Tensor, floor: int) -> None:
     eos = eos_mask_ids(a, len(a.output_tokens))
 
     def lead(x: float) -> float:
-        """The best history token's processed score over the best other token's, the penalty at x."""
+        """The best history token's processed score over the best other token's, the penalty at x,
+        less the hair at x."""
         setattr(a, name, x)
         pen = penalty_params_for(a, PositionKind.VERIFY, floor)
         try:
             row = processed_row(logits, eos, a.grammar_state, pen, history)
         except ModelError:
             return -math.inf
-        return float(row[seen].max() - row[~seen].max())
+        return float(row[seen].max() - row[~seen].max()) - room * stretch(a.repetition_penalty)
 
     drawn = getattr(a, name)
     if not seen.any() or seen.all() or not lead(neutral) > 0.0:

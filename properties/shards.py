@@ -16,16 +16,20 @@ property before it was split (`properties.shard_budget`). Together the cases run
 profile's count of different examples (`shard_examples`): under a random profile each case draws
 its own seed; under a derandomized one (`ci`, `mutants`) each case has its own seed too (the case's
 node id for a `@given` test, which Hypothesis's pytest plugin adds to its digest; `shard_seed` for a
-state machine)."""
+state machine). Under a given seed each case draws its own stream too, the same again for the same
+seed (`start_case`): the nightly's, which it derives for each worker and case (`GIVEN_SEED`), or
+`--hypothesis-seed`, which Hypothesis alone would give every case alike; a case's seed is a hash of
+the given one and its node id (`case_seed`; `shard_seed` for a state machine)."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pytest
-from hypothesis import settings
+from hypothesis import is_hypothesis_test, seed, settings
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -60,7 +64,65 @@ def sharded(shards: int) -> Callable[[F], F]:
     return wrap
 
 
-def shard_seed(name: str, shard: int) -> int:
-    """The seed of case `shard` of the test `name` under a derandomized profile: fixed, and
-    different for every case."""
-    return int.from_bytes(hashlib.sha256(f"{name} {shard}".encode()).digest()[:8], "big")
+def _hash64(text: str) -> int:
+    """A 64-bit hash of `text`, the same in every process (unlike `hash`)."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+
+def shard_seed(name: str, shard: int, given: object = None) -> int:
+    """The seed of case `shard` of the test `name` split by hand (a state machine): under a
+    derandomized profile (`given` None) fixed, under a given seed derived from it; different for
+    every case, the same again for the same seed."""
+    return _hash64(f"{name} {shard}" if given is None else f"{given}/{name} {shard}")
+
+
+def case_seed(given: object, nodeid: str) -> int:
+    """The seed of case `nodeid` under the given seed `given`: a 64-bit hash of both, so one given
+    seed gives every case its own stream, and the same streams again."""
+    return _hash64(f"{given}/{nodeid}")
+
+
+GIVEN_SEED = pytest.StashKey[int]()
+"""A seed a runner gives one case, in the item's stash (the nightly's seed of a case on a worker,
+`nightly.plugin`). The runner seeds a `@given` test with it itself; a state machine split by hand
+derives its cases' seeds from it (`running_seed`)."""
+
+
+@dataclass(slots=True)
+class Running:
+    """The seed given to the case running now (None: none was given)."""
+
+    seed: object = None
+
+
+RUNNING = Running()
+
+
+def given_seed(item: pytest.Item) -> object:
+    """The seed given to case `item`: a runner's (`GIVEN_SEED`), else `--hypothesis-seed`'s unless
+    the loaded profile is derandomized (Hypothesis puts `derandomize` before that option), else None
+    (Hypothesis's own: a random seed, or the derandomized digest)."""
+    if GIVEN_SEED in item.stash:
+        return item.stash[GIVEN_SEED]
+    option = item.config.getoption("hypothesis_seed", None)
+    return None if option is None or settings().derandomize else option
+
+
+def running_seed() -> object:
+    """The seed given to the case running now (`start_case`); None where none was given."""
+    return RUNNING.seed
+
+
+def start_case(item: pytest.Item) -> None:
+    """Before case `item` runs (the suite plugin's `pytest_runtest_call`): note its given seed for
+    `running_seed`, and under `--hypothesis-seed` give a split `@given` case (marked `shards`) a seed
+    of its own, `case_seed(given, node id)`, through `hypothesis.seed` (which turns the database off,
+    as that option does). Tests that are not split keep Hypothesis's own use of the option; a case a
+    runner gave a seed (`GIVEN_SEED`) was seeded by the runner."""
+    given = RUNNING.seed = given_seed(item)
+    fn = getattr(item, "obj", None)
+    fn = getattr(fn, "__func__", fn)
+    if given is None or GIVEN_SEED in item.stash or item.get_closest_marker("shards") is None:
+        return
+    if is_hypothesis_test(fn):
+        seed(case_seed(given, item.nodeid))(fn)

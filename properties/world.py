@@ -188,6 +188,15 @@ def draft_table_len(s: SeqSpec, m: ModelSpec, ladder_nd: int) -> int:
     return math.ceil((s.cache_len + 1 + ladder_nd) / m.block_size) + s.extra_draft_blocks
 
 
+def request_seed(token_seed: int) -> int:
+    """A sequence's sampling seed, 63 bits as engines take them: its low 32 bits from the token seed,
+    its high 31 mixed from it, so that a step which keeps 32 bits of a seed (or hashes only its low
+    word) draws another request's noise on every world, not only on the draw oracles' (P10)."""
+    low = (token_seed * 7919 + 17) & 0xFFFFFFFF
+    high = ((token_seed * 0x9E3779B97F4A7C15 + 0x632BE59BD9B4E019) & ((1 << 64) - 1)) >> 33
+    return (high << 32) | low
+
+
 def build_seq(s: SeqSpec, seq_id: int, m: ModelSpec, ladder_nd: int, blocks: _Blocks, dblocks: _Blocks) -> ActiveSeq:
     vocab = build_vocab(m.vocab_size)
     gen = torch.Generator().manual_seed(s.token_seed)
@@ -212,7 +221,7 @@ def build_seq(s: SeqSpec, seq_id: int, m: ModelSpec, ladder_nd: int, blocks: _Bl
         seq_id=seq_id,
         seq=seq,
         last_token=last,
-        sampling_seed=s.token_seed * 7919 + 17,
+        sampling_seed=request_seed(s.token_seed),
         max_tokens=s.n_out + s.max_tokens_left,
         eos_ids=(vocab.eos_id,),
         output_tokens=list(history),

@@ -1,8 +1,9 @@
 """P9's generators reach requests that the implementation bootstraps both before and after their
 per-request state changed (`properties.generations.reach`): the EOS hold ended, the grammar
 advanced, the penalised history grew, the speculation state moved. A fixed, derandomized sample of
-P9 runs, under this session's implementation, against the minimum count of requests for each
-change. The counts are the generators', set about two thirds of what was measured."""
+P9 runs, under this session's configuration (the `run` fixture: its implementation, device and
+numerics), against the minimum count of requests for each change. The counts are the generators',
+set about two thirds of what was measured."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections import Counter
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from properties.config import RunConfig
 from properties.generations import test_p9_generations as p9
 from properties.generations.reach import CHANGES
 
@@ -28,10 +30,10 @@ MIN_REQUESTS = {
 }
 
 
-def test_whole_generations_bootstrap_requests_across_their_state_changes() -> None:
+def test_whole_generations_bootstrap_requests_across_their_state_changes(run: RunConfig) -> None:
     start = len(p9.TOTALS)
     run_state_machine_as_test(
-        p9.P9Generations,
+        p9.machine(run),
         settings=settings(
             max_examples=EXAMPLES,
             stateful_step_count=40,

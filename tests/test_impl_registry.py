@@ -78,7 +78,7 @@ def test_a_registry_step_spelled_as_module_function_has_its_short_name() -> None
 @pytest.mark.parametrize(
     ("declares", "says"),
     [
-        ('NOISE = "own"\n', "own noise needs its row sampler"),
+        ('NOISE = "own"\nROW_SAMPLER = 3\n', "ROW_SAMPLER is not callable"),
         ('NOISE = "private"\n', "NOISE is 'private', expected one of coupled, own"),
     ],
 )
@@ -94,6 +94,19 @@ def test_a_module_that_declares_its_noise_wrongly_is_a_clear_error(
             load("their_noisy_engine:step")
     finally:
         sys.modules.pop("their_noisy_engine", None)
+
+
+def test_own_noise_without_a_row_sampler_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A declared sampler is a fast path, not a requirement: the step's own draws are tested alone."""
+    (tmp_path / "their_plain_engine.py").write_text(
+        "from batched.vector.own_noise import step_torch_generators as step\nNOISE = 'own'\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        impl = load("their_plain_engine:step")
+        assert impl.noise == "own" and impl.sampler is None
+    finally:
+        sys.modules.pop("their_plain_engine", None)
 
 
 def test_own_noise_names_come_with_their_row_samplers() -> None:

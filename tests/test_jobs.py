@@ -51,7 +51,11 @@ def passing(*args: str | Path, out: Path) -> dict[str, Any]:
 
 def test_a_check_job_runs_the_gpu_tests_then_the_properties(tmp_path: Path) -> None:
     out = tmp_path / "check"
-    tests = ["properties/step/test_p1_equivalence.py", "properties/step/test_p2_gate.py"]
+    tests = [
+        "properties/step/test_p1_equivalence.py",
+        "properties/step/test_p2_gate.py",
+        "properties/self_tests/test_gate.py::test_gate_truth_table",
+    ]
     gpu_tests = "tests/test_paged_attention.py"
     data = passing("check", "--device", "cpu", "--numerics", "exact", "--dtype", "float64", "--tests", *tests,
                    "--max-n", "2", "--workers", "2", "--gpu-tests", gpu_tests, out=out)  # fmt: skip

@@ -3,15 +3,19 @@ database, and each host's shard of the tests."""
 
 from __future__ import annotations
 
+from itertools import combinations
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase
 
-from nightly.plugin import Slot, apply_plan, worker_settings, worker_slot
+from nightly.plugin import Slot, apply_plan, seed_case, worker_settings, worker_slot
 from nightly.rounds import Plan
 from nightly.spread import Shard, parse_shard, replays_database, select_tests, share, worker_seed
+from properties.shards import GIVEN_SEED, shard_ids, sharded
 
 NODEIDS = [f"properties/test_p{i}.py::test_{c}" for i in range(1, 9) for c in "ab"]
 
@@ -42,21 +46,30 @@ def test_only_the_first_worker_replays_the_database() -> None:
     assert (first.max_examples, other.max_examples) == (7, 6)
 
 
+def fake_items(*tests: tuple[str, object]) -> list[SimpleNamespace]:
+    """Pytest items of the (node id, function) pairs `tests`, their markers the functions' own."""
+    items = [
+        SimpleNamespace(obj=fn, nodeid=nodeid, marks=list(getattr(fn, "pytestmark", [])), stash={})
+        for nodeid, fn in tests
+    ]
+    for item in items:
+        item.add_marker = item.marks.append
+        item.get_closest_marker = lambda name, item=item: next((m for m in item.marks if m.name == name), None)
+    return items
+
+
 def planned(examples: int, slot: Slot) -> list[SimpleNamespace]:
-    """A Hypothesis test and a plain one as pytest items, after `apply_plan`."""
+    """A Hypothesis test and a plain one as pytest items, after `apply_plan` and, as each starts,
+    `seed_case`."""
 
     @given(st.integers())
     def prop(x: int) -> None:
         pass
 
-    items = [
-        SimpleNamespace(obj=prop, nodeid="m::prop", marks=[]),
-        SimpleNamespace(obj=lambda: None, nodeid="m::plain", marks=[]),
-    ]
-    for item in items:
-        item.add_marker = item.marks.append
-        item.get_closest_marker = lambda name, item=item: next((m for m in item.marks if m.name == name), None)
+    items = fake_items(("m::prop", prop), ("m::plain", lambda: None))
     apply_plan(items, Plan(default=examples), slot)  # type: ignore[arg-type]
+    for item in items:
+        seed_case(item, slot)  # type: ignore[arg-type]
     return items
 
 
@@ -65,6 +78,8 @@ def test_each_worker_runs_its_share_from_its_own_seed_and_the_first_runs_the_pla
     assert (prop.marks, plain.marks) == ([], [])
     assert prop.obj._hypothesis_internal_use_settings.max_examples == 2
     assert prop.obj._hypothesis_internal_use_seed == worker_seed(7, 1, 2, 0, "m::prop")
+    assert prop.stash[GIVEN_SEED] == prop.obj._hypothesis_internal_use_seed
+    assert plain.stash[GIVEN_SEED] == worker_seed(7, 1, 2, 0, "m::plain"), "for a state machine split by hand"
     prop, plain = planned(1, Slot(index=1, count=2))
     assert len(prop.marks) == len(plain.marks) == 1, "no examples left for the second worker, nor plain tests"
     prop, _ = planned(0, Slot())
@@ -92,3 +107,41 @@ def test_test_shards_are_disjoint_even_and_cover_every_test(count: int) -> None:
 
 def test_seed_shards_run_every_test() -> None:
     assert all(select_tests(NODEIDS, Shard(i, 4, "seeds")) == NODEIDS for i in range(4))
+
+
+def drawn_by_cases(run_seed: int) -> list[list[bytes]]:
+    """The examples each of the three cases of a split property draws in a round of one worker with
+    `run_seed`, each case seeded as it starts (`seed_case`), as the nightly's pytest hooks do."""
+
+    @sharded(3)
+    @given(x=st.binary(min_size=16, max_size=16))
+    def prop(shard: int, x: bytes, out: list[bytes]) -> None:
+        out.append(x)
+
+    slot = Slot(seed=run_seed)
+    items = fake_items(*((f"m.py::prop[{k}]", prop) for k in shard_ids(3)))
+    apply_plan(items, Plan(default=12), slot)  # type: ignore[arg-type]
+    database = prop._hypothesis_internal_use_settings.database  # type: ignore[attr-defined]
+    drawn: list[list[bytes]] = []
+    for shard, item in enumerate(items):
+        seed_case(item, slot)  # type: ignore[arg-type]
+        drawn.append([])
+        item.obj(shard=shard, out=drawn[-1])
+        assert prop._hypothesis_internal_use_settings.database is database, "the workers' database is kept"  # type: ignore[attr-defined]
+    return drawn
+
+
+def test_each_case_of_a_split_property_draws_its_own_stream_and_the_same_again(tmp_path: Path) -> None:
+    previous = settings.get_current_profile_name()
+    settings.register_profile("nightly-spread-cases", database=DirectoryBasedExampleDatabase(tmp_path))
+    settings.load_profile("nightly-spread-cases")
+    try:
+        first, again, other = drawn_by_cases(7), drawn_by_cases(7), drawn_by_cases(8)
+    finally:
+        settings.load_profile(previous)
+    assert [len(d) for d in first] == [5, 5, 5], "each case its part of the plan (one more past the first)"
+    for a, b in combinations(range(3), 2):
+        shared = set(first[a]) & set(first[b])
+        assert shared <= {bytes(16)}, f"cases {a} and {b} drew {len(shared)} same examples beyond the simplest"
+    assert first == again, "a run seed gives the same streams again"
+    assert first != other, "another run seed, other streams"

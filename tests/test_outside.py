@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import queue
 import sys
 import types
 from collections.abc import Callable
@@ -17,6 +18,7 @@ import torch
 
 import batched.step as literal
 from batched.step import step_mtp_bootstrap_batched
+from properties.checks import outside_scope, outside_weights
 from properties.harness import run_side_by_side
 from properties.impl import REGISTRY, Entry, load, plain
 from properties.specs import SeqSpec, WorldSpec
@@ -80,11 +82,35 @@ CHANGES = {
 }
 
 
+def flip_cudnn_benchmark(_: Any) -> None:
+    torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark
+
+
+def prepare_then(change: Callable[[Any], None]) -> Callable[[Any], Any]:
+    """A `prepare_model` that does `change(model)` and runs the step on the world's model."""
+
+    def prepare(model: Any) -> Any:
+        change(model)
+        return model
+
+    return prepare
+
+
+PREPARED = {
+    "module batched.step global FIRST_ERROR_SEEN": set_module_global,
+    "weight final_norm": write_weights,
+    "torch cudnn flags": flip_cudnn_benchmark,
+    "environment": set_environment,
+}
+
+
 @pytest.fixture(autouse=True)
 def undo() -> Any:
     """Put back what the changes below change, so that no other test sees them."""
     env, rng, cls = dict(os.environ), torch.get_rng_state(), type(base_model(SPEC.model))
+    benchmark = torch.backends.cudnn.benchmark
     yield
+    torch.backends.cudnn.benchmark = benchmark
     for name in ("FIRST_ERROR_SEEN", "_SEEN", "helpers"):
         literal.__dict__.pop(name, None)
     if "cached_cap" in vars(cls):
@@ -102,6 +128,39 @@ def test_a_change_outside_the_world_fails_and_is_named(what: str) -> None:
         run_side_by_side(SPEC, plain(then(CHANGES[what])))
     assert what in str(failed.value)
     assert torch.equal(base_model(SPEC.model).weights.final_norm, weights), "weights written are put back"
+
+
+@pytest.mark.parametrize("what", PREPARED)
+def test_a_preparation_that_changes_state_outside_the_world_fails_and_is_named(
+    what: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prepare_model` runs inside the watch: it may build a new model, never change what exists;
+    even in a process's first example, before any copy of the weights was taken."""
+    monkeypatch.setattr(outside_weights, "PRISTINE", {})
+    weights = base_model(SPEC.model).weights.final_norm.clone()
+    impl = dataclasses.replace(plain(step_mtp_bootstrap_batched), prepare=prepare_then(PREPARED[what]))
+    with pytest.raises(AssertionError, match="outside the world") as failed:
+        run_side_by_side(SPEC, impl)
+    assert what in str(failed.value)
+    assert torch.equal(base_model(SPEC.model).weights.final_norm, weights), "weights written are put back"
+
+
+def test_a_preparation_that_builds_a_new_model_passes() -> None:
+    """The fully batched step's preparation wraps the world's model in a new `VectorMtpModel`."""
+    sbs = run_side_by_side(SPEC, load("vector"))
+    assert sbs.outside == [] and sbs.impl.error is None
+    assert type(sbs.impl.world.model).__name__ == "VectorMtpModel"
+
+
+def test_a_report_names_what_was_not_fingerprinted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue's contents are not fingerprinted: filling it is no change, but a failure's report
+    says that it was compared by identity only."""
+    monkeypatch.setattr(literal, "PENDING", queue.Queue(), raising=False)
+    sbs = run_side_by_side(SPEC, plain(then(lambda _: literal.PENDING.put(1))))  # type: ignore[attr-defined]
+    assert sbs.outside == [] and sbs.impl.error is None
+    with pytest.raises(AssertionError, match="FIRST_ERROR_SEEN") as failed:
+        run_side_by_side(SPEC, plain(then(set_module_global)))
+    assert "not fingerprinted: batched.step.PENDING (queue.Queue)" in str(failed.value)
 
 
 def test_a_frozen_configuration_and_the_model_given_refuse_writes() -> None:
@@ -143,15 +202,20 @@ def step_that_warms_a_library(model, active, sched, idxs, ladder_nd, verify_ctx)
     sys.modules[LIBRARY].REGISTRY.setdefault("sampling", object())  # type: ignore[attr-defined]
 
 
-def test_a_registry_name_is_not_a_package_to_watch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A short name (FlashInfer's sampler is registered as `flashinfer`) names the step, not the
-    package of that name: the library's first-use cache is the library's, while the step's own
-    package stays watched."""
+def test_a_library_the_suite_depends_on_keeps_its_own_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library the suite depends on (FlashInfer's sampler is registered as `flashinfer`) keeps its
+    first-use cache: that is the library's, unless the step is the library's own (a root). Any other
+    package the step reaches is watched, whatever its name."""
     library = types.ModuleType(LIBRARY)
     library.REGISTRY = {}  # type: ignore[attr-defined]
     library.step = step_that_warms_a_library  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, LIBRARY, library)
     monkeypatch.setitem(REGISTRY, LIBRARY, Entry(f"{__name__}:step_that_warms_a_library"))
+    with pytest.raises(AssertionError, match=f"module {LIBRARY} global REGISTRY"):
+        run_side_by_side(SPEC, load(LIBRARY))  # not a library of the suite's: watched
+    library.REGISTRY.clear()  # type: ignore[attr-defined]
+    known = outside_scope.library_packages()
+    monkeypatch.setattr(outside_scope, "library_packages", lambda: known | {LIBRARY})
     sbs = run_side_by_side(SPEC, load(LIBRARY))
     assert sbs.outside == [] and sbs.impl.error is None and "sampling" in library.REGISTRY
     library.REGISTRY.clear()  # type: ignore[attr-defined]

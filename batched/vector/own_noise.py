@@ -126,13 +126,18 @@ class TorchRace:
 
     def __call__(self, proc: torch.Tensor, requests: Sequence[SampleRequest]) -> torch.Tensor:
         """[m] int64: each sampled row's argmax of its kept scores plus its noise (other rows: any)."""
-        dev, vocab = proc.device, proc.shape[1]
-        on = [is_sampled(r) for r in requests]
-        temps = [r.temperature if s else 1.0 for r, s in zip(requests, on, strict=True)]
-        ks = [r.top_k if s else 0 for r, s in zip(requests, on, strict=True)]
-        ps = [r.top_p if s else 1.0 for r, s in zip(requests, on, strict=True)]
-        kept = cut_rows(proc, column(divisors(temps, dev), dev), int_column(ks, dev), column(ps, dev))
-        return torch.argmax(kept + self.source(requests, vocab, dev), dim=-1)
+        return torch.argmax(kept_scores(proc, requests) + self.source(requests, proc.shape[1], proc.device), dim=-1)
+
+
+def kept_scores(proc: torch.Tensor, requests: Sequence[SampleRequest]) -> torch.Tensor:
+    """[m, V]: each sampled row's tempered scores inside its top-k / top-p cut, -inf outside; an
+    unsampled row's scores untouched (temperature 1, no cut)."""
+    dev = proc.device
+    on = [is_sampled(r) for r in requests]
+    temps = [r.temperature if s else 1.0 for r, s in zip(requests, on, strict=True)]
+    ks = [r.top_k if s else 0 for r, s in zip(requests, on, strict=True)]
+    ps = [r.top_p if s else 1.0 for r, s in zip(requests, on, strict=True)]
+    return cut_rows(proc, column(divisors(temps, dev), dev), int_column(ks, dev), column(ps, dev))
 
 
 TORCH_GENERATORS = TorchRace(per_request_noise)

@@ -21,7 +21,7 @@ from properties.checks.forcing import top_ids_explained
 from properties.checks.logs import expected_once_keys
 from properties.checks.mismatch import Mismatch, short
 from properties.checks.numerics import differing, rounding
-from properties.checks.replay_oracle import replay_mismatches, row_mismatches
+from properties.checks.replay_oracle import own_draw_mismatches, replay_mismatches, row_mismatches
 from properties.checks.world_state import Owners, compare_buffers
 from properties.side_by_side import SideBySide
 from reference.state import ActiveSeq
@@ -134,8 +134,7 @@ def check_equivalence(sbs: SideBySide, registered: tuple[str, ...] = ("D1", "D4"
                 out.append(Mismatch(b.seq_id, key, short(rf[key]), short(mf[key]), FIELD_IDS.get(key, ())))
     out += model_mismatches(sbs, "D1" in registered)
     out += row_mismatches(sbs)
-    if fast:
-        out += replay_mismatches(sbs)
+    out += replay_mismatches(sbs) if fast else own_draw_mismatches(sbs)
     # In exact numerics only an own draw outside the support can be unexplained.
     out += [Mismatch(None, "decision the replay oracle cannot explain", "", why, ("B8",)) for why in sbs.unexplained]
     return out

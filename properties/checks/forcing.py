@@ -9,10 +9,12 @@ import math
 import torch
 
 from properties.checks.numerics import differing, rounding, row_difference
-from properties.checks.own_noise import own_draws, own_sampled
+from properties.checks.own_noise import own_draws, own_sampled, request_of
 from properties.checks.replay_oracle import CUT_KINDS, bootstrapped, emitted, replay_of
 from properties.side_by_side import ForcedDecision, SideBySide
 from reference.decisions import Decision, DecisionKey, DecisionLog, argmax_lowest
+from reference.errors import ModelError
+from reference.sampling import processed_row
 from reference.state import TokenLogprobs
 
 
@@ -87,6 +89,12 @@ def explain(sbs: SideBySide, d: Decision, choice: int, slot: int) -> tuple[Force
             return None, f"{what}: the implementation's {choice} is not the argmax of its own drafter row"
     if ref_row is None or impl_row is None or d.scores is None or impl_scores is None:
         return None, f"{what}: the rows it was decided on were not captured"
+    if tied_alike(sbs, d, choice, slot, ref_row):
+        g = sbs.spec.model.tie_group
+        return None, (
+            f"{what}: the reference's {d.chosen} and the implementation's {choice} share a head row (tie group of "
+            f"{g}) and score alike on the reference's row: the tie rule decides between them, rounding cannot"
+        )
     if bool(differing(ref_row, impl_row, rtol, scale).any()):
         return None, f"{what}: the rows differ beyond rounding ({row_difference(ref_row, impl_row):.3g})"
     delta = row_difference(ref_row, impl_row)
@@ -103,6 +111,26 @@ def explain(sbs: SideBySide, d: Decision, choice: int, slot: int) -> tuple[Force
         f"{what}: reference {d.chosen} over {choice} by {ref_margin:.3g} {units}, more than the rows' "
         f"difference {delta:.3g} can explain ({bound:.3g})"
     )
+
+
+def tied_alike(sbs: SideBySide, d: Decision, choice: int, slot: int, ref_row: torch.Tensor) -> bool:
+    """Whether `d`'s choice and `choice` share a head row (ids of one tie group: the same embedding
+    row, so the same logit in every row of the model, whatever kernel computes it) and the reference
+    semantics treat them alike there (the same processed score: the same penalties and masks). Then
+    no rounding can separate them: only the tie rule (or the noise, which both sides share) decides."""
+    g = sbs.spec.model.tie_group
+    if g < 2 or d.chosen // g != choice // g:
+        return False
+    if d.key.kind == "draft":
+        row = ref_row.double()
+    else:
+        b = next(x for x in sbs.before.active if x.seq.slot_idx == slot)
+        req = request_of(sbs, b)
+        try:
+            row = processed_row(ref_row, req.eos_mask, req.grammar, req.pen, req.history)
+        except ModelError:
+            return False
+    return bool(row[d.chosen] == row[choice])
 
 
 def _scores_of(log: DecisionLog, key: DecisionKey) -> torch.Tensor | None:

@@ -6,14 +6,22 @@ probability under the reference semantics replayed on the implementation's own r
 the scoped history, the EOS hold, the grammar, temperature, top-k and top-p:
 `reference.row_request.support`). A token inside the support is forced onto the reference (its draw,
 not a near tie: it does not count against the near-tie budget) and everything downstream of it is
-compared exactly as for coupled noise; a masked, cut or held token fails at once. Whether the draws
-follow the reference's distribution, and whether a seeded request's draw depends on its batch, are
-the distribution and seed-invariance oracles' (`properties.sampling`, P6).
+compared exactly as for coupled noise; a masked, cut or held token fails at once. Where the
+implementation declares its step's sampler (`ROW_SAMPLER`), every own draw must also be exactly that
+sampler's token for the same row (the implementation's own) and the reference's request for it,
+alone in a call of its own: the declared sampler is then a fast path of the oracles on the step's
+draws (`properties.sampling.test_distribution`), and a step that draws otherwise than it declares
+(greedily, at another temperature, with noise keyed by its batch row) fails here, in every numerics
+mode. Whether the step's draws follow the reference's distribution, are independent across seeds and
+positions and do not depend on their batch is `properties.sampling`'s (`test_step_draws`,
+`test_step_invariance`).
 """
 
 from __future__ import annotations
 
 import math
+
+import torch
 
 from properties.checks.mismatch import Mismatch, short
 from properties.checks.numerics import logprobs_match
@@ -80,14 +88,29 @@ def own_draws(sbs: SideBySide) -> tuple[list[ForcedDecision], list[str]]:
     return forced, refused
 
 
+def declared_draw(sbs: SideBySide, b: ActiveSeq, row: torch.Tensor) -> int | str | None:
+    """The implementation's declared sampler's token for `b` on `row` alone (its refusal's text), or
+    None when it declares none."""
+    sampler = sbs.under_test.sampler
+    if sampler is None:
+        return None
+    got = sampler(row[None], [request_of(sbs, b)])
+    return str(got[0]) if isinstance(got[0], SamplingError) else int(got[0])
+
+
 def own_token_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq, token: int) -> list[Mismatch]:
-    """Check 2 of the replay oracle for an own draw that is not the reference's: the token inside
-    the support on its own row, and its logprobs those of that token on that row."""
+    """Check 2 of the replay oracle for an own draw: the token inside the support on its own row, the
+    declared sampler's token there (where one is declared), and its logprobs those of that token on
+    that row."""
     why = outside_support(sbs, b, token)
     if why is not None:
         return [Mismatch(b.seq_id, "token (its own draw)", "a token inside the reference's support", why, ("B5", "B6"))]
-    k = b.top_logprobs
     row = sbs.impl.model.rows[b.seq.slot_idx]
+    declared = declared_draw(sbs, b, row)
+    if declared is not None and declared != token:
+        what = "token (its own draw) against its declared row sampler on the same row and request"
+        return [Mismatch(b.seq_id, what, f"the sampler's {declared}", f"the step's {token}", ("B8",))]
+    k = b.top_logprobs
     want = extract_single_logprobs(sbs.before.model, row, token, k) if k is not None else None
     got = a.output_logprobs[len(b.output_tokens)]
     if not logprobs_match(got, want):

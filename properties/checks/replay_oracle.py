@@ -97,6 +97,17 @@ def replay_mismatches(sbs: SideBySide) -> list[Mismatch]:
     return out
 
 
+def own_draw_mismatches(sbs: SideBySide) -> list[Mismatch]:
+    """Check 2 on the implementation's own draws alone (exact numerics, where every other decision is
+    bit-equal to the reference's anyway): each against its support and its declared sampler."""
+    out: list[Mismatch] = []
+    for b, a in bootstrapped(sbs):
+        tok = emitted(b, a)
+        if tok is not None and b.seq.slot_idx in sbs.impl.model.rows and own_sampled(sbs, b):
+            out += own_token_replay(sbs, b, a, tok)
+    return out
+
+
 def _token_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq) -> list[Mismatch]:
     r = replay_of(sbs, b.seq.slot_idx)
     assert r is not None
@@ -110,7 +121,7 @@ def _token_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq) -> list[Mismatch]
         return [Mismatch(b.seq_id, "token (replayed on its own row)", f"refused: {r.error}", f"token {tok}", ids)]
     if tok is None:
         return []
-    if tok != r.token and own_sampled(sbs, b):
+    if own_sampled(sbs, b):  # every own draw, also one that happens to be the reference's
         return own_token_replay(sbs, b, a, tok)
     if tok != r.token:
         return [Mismatch(b.seq_id, "token (replayed on its own row)", f"token {r.token}", f"token {tok}", ids)]
@@ -163,7 +174,9 @@ def row_mismatches(sbs: SideBySide) -> list[Mismatch]:
     for b, _ in bootstrapped(sbs):
         slot = b.seq.slot_idx
         if slot in ref_rows and slot in impl_rows:
-            pairs.append(RowPair(b.seq_id, "logits row", ref_rows[slot], impl_rows[slot], None, ("B1", "B2")))
+            # a bad-row fault's survivors were computed with the whole row: its scale is theirs
+            scale = sbs.ref.model.unmasked_rows.get(slot)
+            pairs.append(RowPair(b.seq_id, "logits row", ref_rows[slot], impl_rows[slot], scale, ("B1", "B2")))
     for key, row in sbs.impl.draft_rows.items():
         ref = sbs.ref.draft_rows.get(key)
         if ref is not None and _same_inputs(sbs, key):

@@ -210,7 +210,16 @@ def settle_reference(engine: Engine, boot: ImplBoot, s: Settling) -> RefRound:
         draws, new_boot, new_verify, refused = [], [], [], []
         if impl_side is not None and rnd.side is not None and rnd.before is not None:
             spec = s.spec  # a generation's spec stands for a single-step one here: the same model and step
-            rnd.sbs = SideBySide(spec, rnd.before, rnd.side, impl_side, rnd.translation, s.impl, replay_dir=s.replays)  # type: ignore[arg-type]
+            under_test = s.impl if boot.batched else s.impl.as_loop()  # the loop ran where the gate closed
+            rnd.sbs = SideBySide(
+                spec,
+                rnd.before,
+                rnd.side,
+                impl_side,
+                rnd.translation,
+                under_test,
+                replay_dir=s.replays,  # type: ignore[arg-type]
+            )
             rnd.decisions += decisions(rnd.sbs)
             rnd.sbs.plan = plan_of(rnd.sbs)
             settled = translate(impl_side.model.calls, boot.env, rnd.sbs.plan, impl_side.model.rows)

@@ -31,7 +31,7 @@ from properties.generations.report import format_generation_report
 from properties.generations.run import run_script
 from properties.generations.spec import RequestSpec
 from properties.generations.strategies import fault_specs, generation_specs, request_specs
-from properties.shards import shard_examples, shard_ids, shard_seed
+from properties.shards import running_seed, shard_examples, shard_ids, shard_seed
 from properties.specs import FaultSpec
 
 MAX_LIVE = 6  # requests waiting or running at once
@@ -44,11 +44,14 @@ TOTALS: list[PairStats] = []
 class P9Generations(RuleBasedStateMachine):
     """Rules: add a request, plan a fault for the next step, step, abort. The checks run inside each
     rule that changes the engines; teardown runs every request to its end. `run` is the run's
-    configuration: `machine(run)` makes the class of one run."""
+    configuration, which this class does not have: `machine(run)` makes the class of one run, and a
+    machine without its run fails at once."""
 
-    run: RunConfig = RunConfig()
+    run: RunConfig  # set by `machine(run)` only: no default, so no run's options are silently dropped
 
     def __init__(self) -> None:
+        if not isinstance(getattr(type(self), "run", None), RunConfig):
+            raise TypeError(f"{type(self).__name__} has no run: make its class with machine(run)")
         super().__init__()
         self.pair: EnginePair | None = None
         self.failed = False
@@ -114,10 +117,12 @@ class P9Generations(RuleBasedStateMachine):
 
 def machine(run: RunConfig, shard: int | None = None) -> type[P9Generations]:
     """The state machine of `run` (its device, numerics and implementation); for case `shard`
-    under a derandomized profile, seeded apart from the other cases."""
+    under a given seed (the nightly's or `--hypothesis-seed`, `running_seed`) or a derandomized
+    profile, seeded apart from the other cases, the same again for the same seed."""
     cls = type("P9Generations", (P9Generations,), {"run": run})
-    if shard is not None and settings().derandomize:
-        cls = seed(shard_seed("P9 generations", shard))(cls)
+    given = running_seed()
+    if shard is not None and (given is not None or settings().derandomize):
+        cls = seed(shard_seed("P9 generations", shard, given))(cls)
     return cls
 
 

@@ -28,6 +28,7 @@ _U_MIN = 2.0**-53
 G_MIN = -math.log(-math.log(_U_MIN))
 G_MAX = -math.log(-math.log1p(-_U_MIN))
 NEVER_WINS = G_MAX - G_MIN + 1.0  # one logit of room for the rounding of the two logs
+ROW_DRAWS = 2000  # draws of one row by the single-row measurements (`power`, `false_alarms`)
 CHUNK_ELEMENTS = 1 << 22  # noise values computed at once (seeds x candidates)
 UNIFORM_ID = 0x5EED  # the token id whose counter-based bits give an inverse-CDF draw its uniform
 

@@ -25,11 +25,11 @@ from pathlib import Path
 import torch
 
 from properties.impl import load
+from properties.sampling.draws import ROW_DRAWS as DRAWS
 from properties.sampling.draws import check_row, inverse_cdf_sampler, reference_row_sampler
 from properties.sampling.power import ALPHA_ROWS, write_block
 from properties.sampling.rows import SampledRow, collect_rows
 from properties.sampling.statistics import Bins, GofResult, bins_for, goodness_of_fit, row_alpha, token_counts
-from properties.sampling.test_distribution import DRAWS
 from reference.row_request import RowSampler, distribution
 
 LEVELS = (0.1, 0.05, 0.01, 1e-3, 1e-4)

@@ -27,10 +27,10 @@ from pathlib import Path
 
 import torch
 
+from properties.sampling.draws import ROW_DRAWS as DRAWS
 from properties.sampling.draws import check_row, inverse_cdf_sampler
 from properties.sampling.rows import SampledRow, collect_rows
 from properties.sampling.statistics import bins_for, row_alpha
-from properties.sampling.test_distribution import DRAWS
 from reference.row_request import RowRequest, distribution
 from reference.sampling import processed_row
 

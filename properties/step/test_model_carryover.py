@@ -9,7 +9,9 @@ One model runs the step on world A, then takes world B's caches and sequences (`
 as the benchmarks reuse one model) and runs B. World B is A with other cache contents and other
 block ids (another cache seed: the same slots with tables as long, other blocks), its sequences'
 slots rotated among them half of the time. A fresh model runs B alone. Both runs of B must leave
-every sequence field and every buffer bit-equal."""
+every sequence field and every buffer bit-equal, and B run side by side with the reference on a
+fresh model must leave the world as the reference does (so that a step that does nothing, alike on
+both models, does not pass)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.aimed_worlds import world_pairs
-from properties.checks.compare import seq_fields, values_equal
+from properties.checks.compare import check_equivalence, seq_fields, values_equal
 from properties.config import RunConfig
+from properties.harness import checked_side_by_side
 from properties.impl import Impl
 from properties.shards import sharded
 from properties.world import World, build_world
@@ -35,6 +38,7 @@ def run_step(impl: Impl, world: World) -> None:
 @given(data=st.data())
 def test_a_model_that_ran_another_world_runs_this_one_alike(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec_a, spec_b = data.draw(world_pairs(run), label="pair")
+    checked_side_by_side("model carryover: world B on a fresh model", run, spec_b, check_equivalence)
     impl = run.impl
     first = build_world(spec_a)
     first.model = impl.prepare_model(first.model)

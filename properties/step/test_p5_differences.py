@@ -29,8 +29,15 @@ def clean(spec: WorldSpec) -> WorldSpec:
 
 
 def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
-    """Every sequence greedy, speculating and far from its limits, so every row proposes."""
-    seqs = tuple(replace(s, spec="on", max_tokens_left=12, grammar=None, temperature=0.0) for s in spec.seqs)
+    """Every sequence greedy, speculating, far from its limits and holding EOS (no stop ids), so every
+    row proposes: a row whose greedy token is its EOS (in a tied model EOS shares its embedding row
+    with the next ids) or a stop id would finish instead."""
+    seqs = tuple(
+        replace(
+            s, spec="on", max_tokens_left=12, grammar=None, temperature=0.0, min_tokens=s.n_out + 2, stop_ids=()
+        )
+        for s in spec.seqs
+    )
     return replace(
         clean(spec),
         seqs=seqs,

@@ -1,6 +1,7 @@
 """P7: logging. The implementation writes exactly the lines the seed writes for what happened —
 errors at error, the meta-stride overflow at debug wherever it sits in the error chain, the empty
-propose at warning, the engaged notices once per process — compared as multisets (D3)."""
+propose at warning, the engaged notices once per process — compared as multisets (D3). The suite's
+own propose-error logger is checked in `properties/self_tests/test_propose_log.py`."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from batched.propose_log import log_propose_batched_err
 from properties.behaviours import covers
 from properties.checks.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
 from properties.checks.logs import check_logs
@@ -19,8 +19,6 @@ from properties.harness import checked_side_by_side
 from properties.shards import sharded
 from properties.specs import WorldSpec
 from properties.strategies import world_specs
-from reference.errors import ModelError
-from reference.telemetry import LogCapture
 
 
 @covers("P7 logging", "B3", "B6", "B7", "B9", "B13", "B21", "B22", "B24", "B25", "D3")
@@ -30,23 +28,6 @@ def test_p7_logs(run: RunConfig, shard: int, data: st.DataObject, seen: set[str]
     spec: WorldSpec = data.draw(world_specs(run, faults=True), label="spec")
     spec = replace(spec, step=replace(spec.step, seen_log_keys=tuple(sorted(seen))))
     checked_side_by_side("P7 logging", run, spec, check_logs, record=True)
-
-
-@covers("P7 logging", "B25")
-@given(depth=st.integers(0, 3), where=st.integers(0, 3), stride=st.booleans())
-def test_p7_propose_error_level_reads_the_whole_chain(depth: int, where: int, stride: bool) -> None:
-    messages = [f"layer {i}" for i in range(depth + 1)]
-    if stride:
-        messages[min(where, depth)] = "sequence slot 1: drafter block table of 9 blocks exceeds meta stride 8"
-    err = ModelError(messages[-1])
-    for m in reversed(messages[:-1]):
-        err = err.context(m)
-    with LogCapture() as cap:
-        log_propose_batched_err("prefix", err)
-    assert len(cap.records) == 1
-    record = cap.records[0]
-    assert record.level == ("DEBUG" if stride else "ERROR"), f"chain {messages}: logged at {record.level}"
-    assert record.message == "prefix: " + ": ".join(messages)
 
 
 @covers("P7 logging", "B3", "B13", "B21", "B24", "B25")

@@ -9,7 +9,10 @@ reads is not finite, a drafter table does not cover its row, or (launching nothi
 past the cache, so that the call must refuse it. Both must return the same drafts, confidences or
 error, and hold the same bits in every buffer. So a propose launched ahead is taken only when it is
 exactly the call's, and otherwise leaves nothing behind. The same holds when the decode launches it
-(`plan_ahead`), from the argmax its own pass computed."""
+(`plan_ahead`), from the argmax its own pass computed.
+
+These are the suite's own parts (`batched.vector`'s model), checked whatever `--impl` names; the
+properties hold an implementation under test to the reference (`properties/step/`)."""
 
 from __future__ import annotations
 
@@ -28,6 +31,8 @@ from properties.specs import WorldSpec
 from properties.world import World, build_world
 from reference.errors import ModelError
 from reference.model.kernels import argmax_rows
+
+pytestmark = pytest.mark.self_test
 
 # What differs between the launch and the call ("none": the call the launch assumed).
 CHANGES = (

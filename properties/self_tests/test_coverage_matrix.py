@@ -1,6 +1,11 @@
-"""Every behaviour id of the design is covered by at least one property."""
+"""Every behaviour id of the design is covered by at least one property (`properties.behaviours`: the
+suite's own bookkeeping of its `@covers` declarations)."""
+
+import pytest
 
 from properties.behaviours import ALL_IDS, load_all, uncovered
+
+pytestmark = pytest.mark.self_test
 
 
 def test_every_behaviour_id_is_covered() -> None:
