@@ -80,13 +80,20 @@ class Result:
 
 
 def pytest_args(
-    nodeids: list[str], opts: RunOptions, device: str | None = None, impl: str | None = None, result: Path | None = None
+    nodeids: list[str],
+    opts: RunOptions,
+    device: str | None = None,
+    impl: str | None = None,
+    result: Path | None = None,
+    first: str | None = None,
 ) -> list[str]:
-    """pytest's arguments: the suite in the given order, stop at the first failure (unless
-    `opts.keep_going`), the counting plugin writing to `result` (from `opts.seed` when set), the
-    run's profile and mode (`device`, e.g. cuda:1, in place of the mode's device), the
-    implementation under test (`impl`, else the default)."""
+    """pytest's arguments: the suite in the given order, `first` (a test's or a case's node id)
+    before it, stop at the first failure (unless `opts.keep_going`), the counting plugin writing to
+    `result` (from `opts.seed` when set), the run's profile and mode (`device`, e.g. cuda:1, in place
+    of the mode's device), the implementation under test (`impl`, else the default)."""
     cmd = ["-q", "-p", "mutants.plugin", "-p", "no:cacheprovider", *([] if opts.keep_going else ["-x"])]
+    if first is not None:
+        cmd += ["--mutants-first", first]
     cmd += ["--hypothesis-profile", opts.profile, *opts.mode.pytest_args(device)]
     if result is not None:
         cmd += ["--mutants-result", str(result)]
@@ -185,7 +192,8 @@ def run_mutant(
             return res
         impl = (m.impl if m else None) or opts.impl
         order = ordered_nodeids(tests, m.ids, opts.last_killers.get(m.id)) if m else ordered_nodeids(tests, ())
-        args, env = pytest_args(order, opts, device, impl, result_path), child_env(project)
+        first = opts.last_killers.get(m.id) if m else None
+        args, env = pytest_args(order, opts, device, impl, result_path, first), child_env(project)
         timeout_s = opts.timeout_s * (BASELINE_TIMEOUTS if m is None else 1)
         assert opts.server is not None, "a mutant's suite is forked from the pytest server (`snapshot`)"
         done = opts.server.run(args, project, env, child_sys_path(project, env), work, timeout_s)

@@ -1,7 +1,8 @@
 """A pytest plugin for mutant runs (`-p mutants.plugin`): counts the examples each test ran, notes
 the example at which a test first failed, and writes one JSON row per test to the path of
 `--mutants-result`, together with the file the batched step was imported from (so a run
-that tested the wrong copy of the project cannot pass for a survivor)."""
+that tested the wrong copy of the project cannot pass for a survivor); `--mutants-first` runs one
+test before the rest."""
 
 from __future__ import annotations
 
@@ -117,6 +118,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mutants", "the mutation runner's counting plugin")
     group.addoption("--mutants-result", default=None, metavar="PATH", help="write each test's outcome here as JSON")
     group.addoption("--mutants-seed", type=int, default=None, help="a Hypothesis seed for every test")
+    group.addoption("--mutants-first", default=None, metavar="NODEID",
+                    help="run this test (a case of a parametrized test too) before every other")  # fmt: skip
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--mutants-first`'s test to the front: the runner names the whole function of a last killer
+    first (`mutants.order`), and pytest keeps a function's cases together, so a case that killed last
+    time would otherwise wait behind its function's earlier cases (a P9 case behind four others)."""
+    first = config.getoption("mutants_first")
+    at = next((i for i, item in enumerate(items) if item.nodeid == first), None)
+    if at is not None:
+        items.insert(0, items.pop(at))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from mutants import baseline
 from mutants.apply import ApplyError, mutated_source
 from mutants.catalogue import CATALOGUE, EQUIVALENT_FOR, by_id, cover, for_impl, uncovered_ids
 from mutants.execute import Result, RunOptions, run_mutant, server_env, snapshot
@@ -139,38 +140,47 @@ def run_all(
     jobs: int,
     n_gpus: int = 0,
     on_result: Callable[[Result], None] = lambda r: None,
+    baseline_times: dict[str, float] | None = None,
 ) -> tuple[Result, list[Result]]:
     """The baseline (the unchanged suite at `root`, which must pass) and the mutants' results in
     catalogue order, run `jobs` at a time (on `n_gpus` GPUs for a cuda mode, `devices`), each passed
-    to `on_result` as it finishes. Mutants that do not apply are reported without running; when the
-    baseline fails, the mutants not yet started are not run (their results are errors)."""
+    to `on_result` as it finishes. The baseline runs as `jobs` parts balanced on `baseline_times`
+    (`mutants.baseline`), first, beside the mutants. Mutants that do not apply are reported without
+    running; when the baseline fails, the mutants not yet started are not run (their results are
+    errors)."""
     broken = {r.id: r for r in not_applying(root, mutants)}
     runnable = [m for m in mutants if m.id not in broken]
     tests = suite_tests(root)
+    parts = baseline.split(tests, jobs, baseline_times or {})
     results: dict[str, Result] = dict(broken)
     for r in broken.values():
         print(progress_line(r, len(results), len(mutants)), flush=True)
-    where = devices(opts.mode, len(runnable) + 1, n_gpus)
+    where = devices(opts.mode, len(runnable) + len(parts), n_gpus)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        base_future = pool.submit(run_mutant, root, None, tests, opts, where[0])
-        futures = [pool.submit(run_mutant, root, m, tests, opts, d) for m, d in zip(runnable, where[1:], strict=True)]
-        for f in as_completed([base_future, *futures]):
+        starts = zip(parts, where[: len(parts)], strict=True)
+        base_futures = [pool.submit(run_mutant, root, None, part, opts, d) for part, d in starts]
+        runs = zip(runnable, where[len(parts) :], strict=True)
+        futures = [pool.submit(run_mutant, root, m, tests, opts, d) for m, d in runs]
+        base_parts: list[Result] = []
+        for f in as_completed([*base_futures, *futures]):
             if f.cancelled():
                 continue
             r = f.result()
-            if f is base_future:
-                print(baseline_line(r), flush=True)
+            if f in base_futures:
+                base_parts.append(r)
                 if r.status != "survived":
                     for g in futures:
                         g.cancel()
+                if len(base_parts) == len(base_futures):
+                    print(baseline_line(baseline.merged(base_parts)), flush=True)
                 continue
             results[r.id] = r
             print(progress_line(r, len(results), len(mutants)), flush=True)
             on_result(r)
-    baseline = base_future.result()
+    base = baseline.merged([f.result() for f in base_futures])
     for m in mutants:
         results.setdefault(m.id, Result.of(m, "error", "not run: the baseline failed"))
-    return baseline, [results[m.id] for m in mutants]
+    return base, [results[m.id] for m in mutants]
 
 
 def memo_writer(memo: Path, mode_key: str, on: bool) -> Callable[[Result], None]:
@@ -231,12 +241,15 @@ def main(argv: list[str] | None = None) -> int:
             cuda_mps() if args.mps else contextlib.nullcontext(),
             pytest_server(server_env()) as opts.server,
         ):
-            baseline, results = run_all(project, mutants, opts, args.jobs, n_gpus, record)
+            times = {} if args.no_memo else baseline.load_times(args.memo, mode.key)
+            base, results = run_all(project, mutants, opts, args.jobs, n_gpus, record, times)
     except MpsError as e:
         print(e, file=sys.stderr)
         return 2
     wall = time.perf_counter() - started
-    summary = summarize(results, baseline, wall, args.profile, args.jobs, mode, args.keep_going)
+    if not args.no_memo and not args.keep_going and not args.only:
+        baseline.record_times(args.memo, mode.key, base)
+    summary = summarize(results, base, wall, args.profile, args.jobs, mode, args.keep_going)
     print(
         f"\n{summary.killed}/{summary.total} killed, {summary.survived} survived, {summary.failed} not applied or "
         f"errored; examples to kill: median {summary.median_examples}, worst {summary.worst_examples} "
@@ -244,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary.worst_examples_total}; {summary.wall_seconds:.0f} s"
     )
     if args.json:
-        write_json(args.json, summary, baseline, results)
-    if baseline.status != "survived":
+        write_json(args.json, summary, base, results)
+    if base.status != "survived":
         return 2
     markdown = args.markdown or (None if args.only else DEFAULT_MARKDOWN)
     if markdown:

@@ -57,3 +57,19 @@ def test_each_kill_is_recorded_as_it_comes_so_a_stopped_run_keeps_its_order(tmp_
     assert load(memo, "exact-default-cpu") == {first.id: "a.py::test_a"}  # before any later result
     write(Result.of(second, "survived"))
     assert load(memo, "exact-default-cpu") == {first.id: "a.py::test_a"}
+
+
+def test_a_case_that_killed_last_runs_before_its_functions_earlier_cases(tmp_path: Path) -> None:
+    """`--mutants-first` (the counting plugin): the memo's case first, then the rest in their order."""
+    import subprocess
+    import sys
+
+    cases = "import pytest\n\n@pytest.mark.parametrize('k', range(4))\ndef test_case(k):\n    pass\n"
+    (tmp_path / "test_cases.py").write_text(cases + "\n\ndef test_plain():\n    pass\n")
+    root = Path(__file__).resolve().parents[1]
+    cmd = [sys.executable, "-m", "pytest", "-v", "-p", "mutants.plugin", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    cmd += ["--mutants-first", "test_cases.py::test_case[2]", "test_cases.py"]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root)}
+    out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120).stdout
+    ran = [line.split()[0] for line in out.splitlines() if " PASSED" in line]
+    assert ran == [f"test_cases.py::test_case[{k}]" for k in (2, 0, 1, 3)] + ["test_cases.py::test_plain"], out
