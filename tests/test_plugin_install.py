@@ -135,6 +135,9 @@ def test_the_wheel_checks_an_engines_own_step_from_outside_the_checkout(fresh_en
     right = _run([str(fresh_env), *PYTEST, "-n", "2", "--impl", RIGHT], tmp_path, env)
     got = counts(right)
     assert got.get("passed") and not got.get("failed") and not got.get("error"), right[-3000:]
+    print(f"{RIGHT}: {right.strip().splitlines()[-1]}")  # the figures of docs/wrong-steps.md (pytest -s)
 
     wrong = _run([str(fresh_env), *PYTEST, "-x", "--impl", WRONG], tmp_path, env, ok=(1,))
     assert counts(wrong).get("failed") == 1, f"the step that drops a row was not caught:\n{wrong[-3000:]}"
+    killed = [line.partition(" - ")[0] for line in wrong.splitlines() if line.startswith("FAILED")]
+    print(f"{WRONG}: {wrong.strip().splitlines()[-1]}; {', '.join(killed)}")
