@@ -25,6 +25,7 @@ from nightly.spread import SHARD_BY, parse_shard
 from properties.config import DTYPES, MODEL_SIZES, RunConfig
 from properties.databases import describe, is_redis_url
 from properties.gpu import MpsError, cuda_mps
+from properties.impl import impl_help
 
 COULD_NOT_RUN = (2, 3, 4, 5)  # pytest: interrupted, internal error, usage error, no tests collected
 
@@ -41,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
     add("--numerics", default="exact", choices=("exact", "fast"), help="fast: bfloat16 on a GPU, near-ties certified")
     add("--dtype", choices=DTYPES, help="one dtype instead of the numerics' default")
     add("--max-n", type=int, help="largest sequence mix")
-    add("--impl", help="implementation under test: literal (default), vector, vector-gathered or module:function")
+    add("--impl", help=impl_help())
     add("--reference-device", choices=("same", "cpu"), help="cpu: the reference on the CPU (fast numerics, GPU)")
     add("--model", choices=tuple(MODEL_SIZES), help="small (default) or serving (hidden 1024)")
     add("--mps", action="store_true", help="share each GPU among its workers through CUDA MPS, started for the run")

@@ -27,6 +27,7 @@ function happens to be defined. What a module may say:
 from __future__ import annotations
 
 import importlib
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
@@ -85,6 +86,13 @@ REGISTRY: dict[str, Entry] = {
     ),
 }
 DEFAULT_IMPL = REGISTRY["literal"].step
+
+
+def impl_help() -> str:
+    """The help text of every `--impl` option, from the registry: what a name may be."""
+    names = ", ".join(f"{n} (default)" if n == "literal" else n for n in REGISTRY)
+    others = f"a name another package registers (entry points {ENTRY_POINT_GROUP})"
+    return f"the implementation under test: {names}, {others} or module:function"
 
 
 def register(name: str, entry: Entry) -> None:
@@ -164,8 +172,18 @@ def _attr(name: str, spec: str) -> Any:
     return getattr(_module(name, module_name), attr, None)
 
 
-def load(name: str = DEFAULT_IMPL) -> Impl:
-    """The implementation `name`; a ValueError names what was wrong."""
+def load(name: str | None = None) -> Impl:
+    """The implementation `name`; a ValueError names what was wrong. Without a name, the literal
+    step, with a DeprecationWarning: it once meant the run's selected implementation, and a name
+    will be required in the next release (the run's own is `run.impl`)."""
+    if name is None:
+        warnings.warn(
+            "load() without a name is the literal step, not the run's implementation: name one "
+            "(load('literal')), or take the run's (run.impl, check_world(spec, run=run))",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        name = DEFAULT_IMPL
     entry = _entry(name) or Entry(name)
     module_name = entry.step.partition(":")[0]
     fn = _attr(name, entry.step)

@@ -34,6 +34,7 @@ from properties.checks.forced_budget import over_budget
 from properties.config import OPTIONS, RunConfig, option_or_env
 from properties.databases import developer_database, nightly_database
 from properties.gpu import pinned_device
+from properties.impl import impl_help
 from properties.shard_budget import COUNTS_PROPERTY as BUDGET_COUNTS
 from properties.shard_budget import ShardBudget, property_of
 from properties.shards import start_case
@@ -48,9 +49,7 @@ HELP = {
     "max_n": "largest sequence mix (default 12 on the CPU, 64 on a GPU)",
     "model": "small (default; hidden 32) or serving (hidden 1024, vocab 129280)",
     "reference_device": "where the reference step runs: same (default) or cpu (fast numerics on a GPU only)",
-    "impl": "the implementation under test: literal (default), vector, vector-gathered, the own-noise samplers "
-    "vector-torch, vector-torch-batch, flashinfer and flashinfer-batch, a name another package registers "
-    "(entry points mtp_bootstrap_verify.impls) or module:function",
+    "impl": impl_help(),
     "forced_budget": "the share of decisions fast numerics may force (default 0.01)",
     "replays": "where a failure's replay file goes (default .hypothesis/replays)",
     "threads": "torch intra-op threads (default 1: the worlds are tiny)",

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from properties.impl import DEFAULT_IMPL, load
+from properties.impl import DEFAULT_IMPL, impl_help, load
 from properties.promote import full_check, on_device
 from properties.report import format_report
 from properties.specs import WorldSpec
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("spec", type=Path, help="a replay file written by a failing property")
     parser.add_argument(
-        "--impl", default=DEFAULT_IMPL, help="the implementation under test (a name or module:function)"
+        "--impl", default=DEFAULT_IMPL, help=impl_help()
     )
     parser.add_argument("--device", default=None, help="run on this device instead of the recorded one")
     args = parser.parse_args(argv)

@@ -26,6 +26,7 @@ import pytest
 from properties.behaviours import matrix_text, uncovered
 from properties.config import DTYPES
 from properties.gpu import CONTROL, MpsError, cuda_mps
+from properties.impl import impl_help
 
 GPU_WORKERS = 4  # workers per GPU under `--workers auto` on CUDA where they take turns (no MPS)
 
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--numerics", default=None, choices=("exact", "fast"))
     parser.add_argument("--dtype", default=None, choices=DTYPES, help="model dtype (default: by numerics and device)")
     parser.add_argument("--max-n", type=int, default=None, help="largest sequence mix")
-    parser.add_argument("--impl", default=None, help="the implementation under test: a name or module:function")
+    parser.add_argument("--impl", default=None, help=impl_help())
     parser.add_argument("--workers", default="auto", help="pytest-xdist workers, or 0 for none (default auto)")
     parser.add_argument("--mps", default="auto", choices=("auto", "on", "off"),
                         help="workers share each GPU through CUDA MPS (default auto: where its daemon is installed)")

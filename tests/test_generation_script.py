@@ -43,7 +43,7 @@ def test_script_json_round_trip() -> None:
 
 
 def test_the_script_replays_without_a_difference() -> None:
-    run = run_script(SCRIPT, load())
+    run = run_script(SCRIPT, load("literal"))
     assert run.failed_at is None, run.mismatches
     s = run.pair.stats
     assert s.generations == 4 and s.reasons["aborted"] == 1 and s.batched_bootstraps >= 1
@@ -82,6 +82,6 @@ def test_promotion_keeps_the_script_on_the_cpu_with_its_note(tmp_path: Path) -> 
 
 
 def test_a_verify_that_restores_d1s_differing_checkpoints_leaves_equal_worlds() -> None:
-    run = run_script(read_script(GENERATION_REGRESSIONS / "d1-checkpoint-read-by-a-later-verify.json"), load())
+    run = run_script(read_script(GENERATION_REGRESSIONS / "d1-checkpoint-read-by-a-later-verify.json"), load("literal"))
     assert run.failed_at is None, run.mismatches
     assert run.pair.stats.d1_opened == 2 and run.pair.stats.d1_reads == 1 and not run.pair.open_d1

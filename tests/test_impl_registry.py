@@ -3,6 +3,7 @@ the module the name points at, never from the module where the step function was
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -114,3 +115,18 @@ def test_own_noise_names_come_with_their_row_samplers() -> None:
         impl = load(name)
         assert impl.noise == "own" and callable(impl.sampler), name
     assert load("vector").noise == "coupled" and load("vector").sampler is None
+
+
+def test_every_impl_option_lists_every_registered_implementation() -> None:
+    """The `--impl` help of pytest, the verification job, the nightly and the replays is the registry's own."""
+    import subprocess
+    import sys
+
+    from properties.impl import REGISTRY, impl_help
+
+    assert all(name in impl_help() for name in REGISTRY)
+    for module in ("properties.verify", "nightly", "properties.replay", "properties.generations.replay"):
+        cmd = [sys.executable, "-m", module, "--help"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
+        flat = re.sub(r"-\s+", "-", " ".join(out.split()))  # argparse wraps at hyphens
+        assert all(name in flat for name in REGISTRY), f"python -m {module} --help does not list {sorted(REGISTRY)}"

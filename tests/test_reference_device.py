@@ -98,7 +98,7 @@ def test_exact_numerics_refuse_a_cpu_reference_for_cuda() -> None:
 
 
 def check(spec: WorldSpec, impl=None) -> list[str]:  # type: ignore[no-untyped-def]
-    sbs = run_side_by_side(spec, plain(impl) if impl is not None else load())
+    sbs = run_side_by_side(spec, plain(impl) if impl is not None else load("literal"))
     assert sbs.ref.world.model.device == torch.device("cpu")
     assert sbs.impl.world.model.device == torch.device("cpu")  # brought back before the checks
     return [m.field for m in check_equivalence(sbs) + check_calls(sbs)]

@@ -64,7 +64,7 @@ def test_a_divergence_within_rounding_is_forced_and_reported(monkeypatch: pytest
     # oracle then forces the reference onto the implementation's token and the comparison passes.
     monkeypatch.setitem(numerics.ROUNDING, dtype, 0.5)
     swap_top_two(monkeypatch, below=2.0)
-    sbs = run_side_by_side(spec_for(dtype, temperature=0.0), load())
+    sbs = run_side_by_side(spec_for(dtype, temperature=0.0), load("literal"))
     assert sbs.forced_decisions, "the swapped rows should have been forced onto the reference"
     for f in sbs.forced_decisions:
         assert f.key.kind == "token" and f.ref_margin <= f.bound and f.row_difference > 0, f.text()
@@ -74,7 +74,7 @@ def test_a_divergence_within_rounding_is_forced_and_reported(monkeypatch: pytest
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_the_same_divergence_beyond_rounding_is_reported(monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
     swap_top_two(monkeypatch, below=2.0, above=1.0)  # swaps far larger than a bf16 logit's rounding
-    sbs = run_side_by_side(spec_for(dtype, temperature=0.0), load())
+    sbs = run_side_by_side(spec_for(dtype, temperature=0.0), load("literal"))
     assert not sbs.forced_decisions
     fields = {m.field for m in check_equivalence(sbs)}
     assert {"output_tokens", "last_token"} <= fields
@@ -161,6 +161,6 @@ def test_a_forced_decision_beyond_its_bound_is_not_forced(monkeypatch: pytest.Mo
     monkeypatch.setitem(numerics.ROUNDING, "float32", 0.5)
     monkeypatch.setattr(forcing, "_bound", lambda sbs, d, slot, delta: (0.0, "logits"))
     swap_top_two(monkeypatch, below=2.0)
-    sbs = run_side_by_side(spec_for("float32", temperature=0.0), load())
+    sbs = run_side_by_side(spec_for("float32", temperature=0.0), load("literal"))
     assert not sbs.forced_decisions and sbs.unexplained
     assert any("cannot explain" in m.field for m in check_equivalence(sbs))

@@ -15,6 +15,8 @@ import os
 import time
 from collections import Counter
 
+from properties.impl import impl_help
+
 MAX_LISTED = 10  # forced decisions listed one by one
 
 
@@ -26,7 +28,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--device", default=None)
     p.add_argument("--numerics", default=None, choices=("exact", "fast"))
     p.add_argument("--dtype", default=None)
-    p.add_argument("--impl", default=None)
+    p.add_argument("--impl", default=None, help=impl_help())
     return p.parse_args(argv)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from properties.generations.report import format_generation_report
 from properties.generations.run import run_script
 from properties.generations.spec import Script
-from properties.impl import DEFAULT_IMPL, load
+from properties.impl import DEFAULT_IMPL, impl_help, load
 
 
 def read_script(path: Path) -> Script:
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("script", type=Path, help="a generation script written by a failing P9 run")
     parser.add_argument(
-        "--impl", default=DEFAULT_IMPL, help="the implementation under test (a name or module:function)"
+        "--impl", default=DEFAULT_IMPL, help=impl_help()
     )
     args = parser.parse_args(argv)
     try:

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.config import RunConfig
-from properties.impl import DEFAULT_IMPL, load
+from properties.impl import DEFAULT_IMPL, impl_help, load
 from properties.report import replay_command, save_json
 from properties.sampling.draw_case import DrawCase, calls_for, collect_case, judge, report, statistical_tests
 from properties.sampling.draw_specs import draw_specs
@@ -57,7 +57,7 @@ def test_the_steps_own_draws_follow_the_reference(run: RunConfig, data: st.DataO
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Replay a case of the oracles on a step's own draws.")
     parser.add_argument("case", type=Path, help="a case file written by a failing test_step_draws")
-    parser.add_argument("--impl", default=DEFAULT_IMPL, help="the implementation under test (name or module:function)")
+    parser.add_argument("--impl", default=DEFAULT_IMPL, help=impl_help())
     args = parser.parse_args(argv)
     try:
         case = DrawCase.from_json(args.case.read_text())

@@ -21,7 +21,7 @@ from properties.specs import WorldSpec
 from properties.world import base_model, sched_for
 
 pytestmark = pytest.mark.self_test
-LITERAL = load()  # the seed's literal batched step, whatever --impl names
+LITERAL = load("literal")  # the seed's literal batched step, whatever --impl names
 
 
 @covers("P2 gate and dispatch", "G8")
