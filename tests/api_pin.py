@@ -5,6 +5,7 @@ a deliberate change (and a removed name gets its shim in `properties.moved`)."""
 
 from __future__ import annotations
 
+import argparse
 import inspect
 from pathlib import Path
 from typing import Any
@@ -45,4 +46,5 @@ def pin() -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(prog="python -m tests.api_pin", description=__doc__).parse_args()
     print(pin(), end="")
