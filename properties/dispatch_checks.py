@@ -14,15 +14,24 @@ from collections.abc import Callable
 from typing import Any
 
 from batched.dispatch import dispatch_bootstrap
+from batched.gate import can_batch_bootstrap
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
 from properties.harness import run_side_by_side
 from properties.impl import Impl
 from properties.report import format_report
 from properties.specs import WorldSpec
+from properties.world import base_model, sched_for
 
 # (model, active, sched, idxs, ladder_nd, verify_ctx, dflash_verify_raw_argmax) -> whether it ran batched
 Dispatch = Callable[..., bool]
+
+
+def gate_of(spec: WorldSpec) -> tuple[bool, bool]:
+    """(the DFlash-serve flag the dispatch is given, whether the gate opens) for `spec`'s world (G1-G8)."""
+    raw = spec.step.dflash_verify_raw_argmax
+    sched, _ = sched_for(spec.step)
+    return raw, can_batch_bootstrap(base_model(spec.model), sched, len(spec.bootstrap), raw)
 
 
 def implementation_dispatch(impl: Impl) -> Dispatch:

@@ -10,15 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from batched.dispatch import step_mtp_bootstrap
-from batched.gate import can_batch_bootstrap
 from properties.behaviours import covers
 from properties.config import RunConfig
-from properties.dispatch_checks import check_dispatch
+from properties.dispatch_checks import check_dispatch, gate_of
 from properties.gate_worlds import corner_worlds, dispatch_specs
 from properties.impl import load
 from properties.shards import sharded
 from properties.specs import WorldSpec
-from properties.world import base_model, sched_for
 
 pytestmark = pytest.mark.self_test
 LITERAL = load("literal")  # the seed's literal batched step, whatever --impl names
@@ -29,9 +27,7 @@ LITERAL = load("literal")  # the seed's literal batched step, whatever --impl na
 @given(data=st.data())
 def test_literal_dispatch_follows_gate(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(dispatch_specs(run), label="spec")
-    raw = spec.step.dflash_verify_raw_argmax
-    sched, _ = sched_for(spec.step)
-    gate = can_batch_bootstrap(base_model(spec.model), sched, len(spec.bootstrap), raw)
+    raw, gate = gate_of(spec)
     check_dispatch("literal dispatch", run, spec, step_mtp_bootstrap, LITERAL, raw, gate, f"gate {gate}")
 
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from batched.gate import can_batch_bootstrap
 from properties.behaviours import covers
 from properties.config import RunConfig
-from properties.dispatch_checks import check_dispatch, implementation_dispatch
+from properties.dispatch_checks import check_dispatch, gate_of, implementation_dispatch
 from properties.gate_worlds import dispatch_specs
 from properties.shards import sharded
 from properties.specs import WorldSpec
-from properties.world import base_model, sched_for
 
 
 @covers("P2 gate and dispatch", "G8")
@@ -26,8 +24,6 @@ from properties.world import base_model, sched_for
 @given(data=st.data())
 def test_dispatch_follows_gate(run: RunConfig, shard: int, data: st.DataObject) -> None:
     spec: WorldSpec = data.draw(dispatch_specs(run), label="spec")
-    raw = spec.step.dflash_verify_raw_argmax
-    sched, _ = sched_for(spec.step)
-    gate = can_batch_bootstrap(base_model(spec.model), sched, len(spec.bootstrap), raw)
+    raw, gate = gate_of(spec)
     impl = run.impl
     check_dispatch("P2 dispatch", run, spec, implementation_dispatch(impl), impl, raw, gate, f"gate {gate}")
