@@ -21,7 +21,7 @@ from benchmarks.host_probe import host_probe_s
 from benchmarks.opcount import count_ops
 from benchmarks.settings import BenchSettings, NoCudaDevice, settings_from_config
 from benchmarks.worlds import StepBench, bench_impl, build_bench_world, cache_lens
-from properties.world import World
+from properties.worlds.world import World
 
 RECORDED = ("dtype", "numerics", "mix", "hidden", "vocab_size", "ladder_nd", "group_cap")  # settings a cell records
 

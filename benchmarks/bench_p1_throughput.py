@@ -8,7 +8,7 @@ examples showed a mismatch (the P1 property reports those; the throughput benchm
 them). Rounds: `--bench-p1-rounds` or `MTP_BENCH_P1_ROUNDS` (`benchmarks.settings.p1_rounds`: default
 1, so a plain test run stays quick; 5 for a figure worth quoting).
 
-The spec list is drawn deterministically (`properties.fixed_sample`: derandomized, generate phase only,
+The spec list is drawn deterministically (`properties.worlds.fixed_sample`: derandomized, generate phase only,
 no database): what the P1 property itself meets under a derandomized profile, following the
 strategies whenever they change."""
 
@@ -26,11 +26,11 @@ import torch
 from benchmarks.settings import p1_rounds
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
-from properties.fixed_sample import fixed_sample
-from properties.harness import run_side_by_side
 from properties.impl import Impl, load
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.sides.harness import run_side_by_side
+from properties.worlds.fixed_sample import fixed_sample
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
 
 P1_EXAMPLES = 50
 

@@ -23,13 +23,13 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 from benchmarks.settings import HostConfig
-from properties.gpu import cuda_mps
+from properties.run.gpu import cuda_mps
 
 
 def draw_specs(run: Any, count: int, stream: int) -> list[Any]:
     """`count` P1 examples from `world_specs(run)`, drawn from seed `stream` (the same list for the
     same seed and strategies)."""
-    from properties.strategies import world_specs
+    from properties.worlds.strategies import world_specs
 
     drawn: list[Any] = []
 

@@ -69,8 +69,8 @@ class Phases:
 @contextmanager
 def instrumented(phases: Phases) -> Iterator[None]:
     """Inside the block, the side-by-side run's world building, reference runs and implementation
-    run (`properties.harness`) count as their phases; the originals are put back after it."""
-    import properties.harness as harness
+    run (`properties.sides.harness`) count as their phases; the originals are put back after it."""
+    import properties.sides.harness as harness
 
     build, reference, step = harness.build_world, harness.run_reference, harness.run_step
 
@@ -94,7 +94,7 @@ def profile_examples(specs: list[Any], impl: Any, device: str, python_rows: int 
     process, and per phase ms, operators and host reads per example, the phases' commonest operators
     and the Python tables."""
     from properties.checks.compare import check_equivalence
-    from properties.harness import run_side_by_side
+    from properties.sides.harness import run_side_by_side
 
     phases = Phases(torch.device(device))
     compare = phases.timed("compare", check_equivalence)

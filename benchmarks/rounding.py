@@ -2,7 +2,7 @@
 the properties compare it. Over generated P1 worlds (the suite's own strategies, drawn from a seed),
 how far the implementation's numbers are from the reference's, in units of the dtype's unit roundoff
 u (2^-8 for bf16, 2^-24 for float32) times the magnitude of the unit they belong to
-(`properties.checks.numerics`): logits rows, drafter rows by draft index, and the KV, drafter-KV and
+(`properties.tolerance`): logits rows, drafter rows by draft index, and the KV, drafter-KV and
 SSM units the step wrote. docs/numerics.md holds the measured figures the tolerances are set from.
 
     python -m benchmarks.profile --mode rounding --device cuda --dtype bfloat16 --examples 30 --max-n 64
@@ -22,7 +22,7 @@ UNIT_ROUNDOFF = {"bfloat16": 2.0**-8, "float32": 2.0**-24, "float64": 2.0**-53}
 def rel(ref: torch.Tensor, impl: torch.Tensor, computed_from: torch.Tensor | None = None) -> float:
     """The largest |ref - impl| over finite entries, relative to the magnitude of each unit (of
     `computed_from` where given: a masked row's unmasked one); 0 where nothing is comparable."""
-    from properties.checks.numerics import unit_scale
+    from properties.tolerance import unit_scale
 
     r, m = ref.detach().double(), impl.detach().double().to(ref.device)
     f = torch.isfinite(r) & torch.isfinite(m)
@@ -60,7 +60,7 @@ def run_rounding(
     in u, over `examples` P1 worlds drawn from `seed` (fast numerics, `impl` against the reference)."""
     from benchmarks.host_throughput import draw_specs
     from properties.config import RunConfig
-    from properties.harness import decisions, run_side_by_side
+    from properties.sides.harness import decisions, run_side_by_side
 
     options = {"device": device, "numerics": "fast", "dtype": dtype, "max_n": max_n, "impl": impl}
     run_config = RunConfig.build(options | {"reference_device": reference_device}, {})

@@ -1,7 +1,7 @@
 """What the benchmarks run, read in one place: the benchmarks' configuration edge.
 
 Every setting comes from a pytest option first (`--bench-<key>`, registered from `OPTIONS` by
-`benchmarks/conftest.py`; the suite's own options of `properties.plugin` for device, numerics,
+`benchmarks/conftest.py`; the suite's own options of `properties.run.plugin` for device, numerics,
 dtype, mix size and reference device), then its environment variable (`MTP_BENCH_<KEY>`, or the
 suite's `MTP_VERIFY_*` through `properties.config.option_or_env`), then the defaults here. No other
 benchmarks module reads the environment.

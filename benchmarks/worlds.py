@@ -18,8 +18,8 @@ import torch
 from batched.vector.model import VectorMtpModel
 from benchmarks.settings import IMPL_NAMES, LOOP, BenchSettings
 from properties.impl import Impl, load, plain
-from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
-from properties.world import World, build_world, draft_table_len
+from properties.worlds.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
+from properties.worlds.world import World, build_world, draft_table_len
 from reference.step import step_mtp_bootstrap_per_seq
 
 MAX_DRAFTS = 8
@@ -64,7 +64,7 @@ def bench_spec(s: BenchSettings, n: int, seed: int = 0) -> WorldSpec:
 
 def build_bench_world(s: BenchSettings, n: int, seed: int = 0) -> World:
     """The benchmark world of n sequences, built by the properties' own builder
-    (`properties.world.build_world`) from `bench_spec`."""
+    (`properties.worlds.world.build_world`) from `bench_spec`."""
     world = build_world(bench_spec(s, n, seed))
     sync(s.device)
     return world

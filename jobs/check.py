@@ -75,7 +75,7 @@ def check(s: Session, p: CheckParams) -> None:
                        "--dtype", p.dtype, "--impl", p.impl, "--minutes", p.generations_minutes)  # fmt: skip
         s.run("generations", figures, limit_s=60 * p.generations_minutes + 60)
     xml = s.path("logs", "properties.xml")
-    props = s.py("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "properties.summary_plugin", *p.tests)
+    props = s.py("-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "properties.run.summary_plugin", *p.tests)
     props += ["--summary-json", s.path("properties-summary.json"), "--junitxml", xml]
     props += ["--hypothesis-profile", p.profile, *suite_options(p)]
     props += ["-k", p.select] if p.select else []

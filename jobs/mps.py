@@ -1,5 +1,5 @@
 """`python -m jobs.mps -- COMMAND ...`: run COMMAND with a CUDA MPS daemon serving it and its children
-(`properties.gpu.cuda_mps`: started before, stopped after), so that the processes of one step share
+(`properties.run.gpu.cuda_mps`: started before, stopped after), so that the processes of one step share
 each GPU. Exits with COMMAND's code, or 2 (the reason printed) when MPS cannot start."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from properties.gpu import MpsError, cuda_mps
+from properties.run.gpu import MpsError, cuda_mps
 
 
 def run_waiting(command: list[str]) -> int:

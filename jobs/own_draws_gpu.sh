@@ -19,7 +19,7 @@ stage() {  # stage NAME LIMIT_S COMMAND...: the command's output in $OUT/NAME.lo
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$OUT/gpu.csv" 2>&1
 python3 -c 'import torch, hypothesis, xgrammar; print(torch.__version__, torch.cuda.get_device_name(0), hypothesis.__version__, xgrammar.__version__)' >>"$OUT/gpu.csv" 2>&1
-stage main-job 150 python3 -m properties.verify --profile dev
+stage main-job 150 python3 -m properties.run.verify --profile dev
 stage sampling-exact 110 python3 -m pytest -q -p no:cacheprovider properties/sampling \
   properties/self_tests/test_reference_sampler.py --device cuda --hypothesis-profile ci -n 8
 stage sampling-fast-bf16 110 python3 -m pytest -q -p no:cacheprovider properties/sampling --device cuda \

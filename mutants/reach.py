@@ -55,10 +55,10 @@ def enclosing(file: str, snippet: str, root: Path = ROOT) -> str:
 def sample_specs(count: int) -> list[Any]:
     """A fixed sample of the worlds the side-by-side properties draw: general mixes with and without
     faults, and the worlds aimed at groups, the argmax path, proposing mixes and the meta stride."""
-    from properties.aimed_worlds import greedy_worlds, group_worlds, proposing_worlds, stride_worlds
     from properties.config import RunConfig
-    from properties.fixed_sample import fixed_sample
-    from properties.strategies import world_specs
+    from properties.worlds.aimed_worlds import greedy_worlds, group_worlds, proposing_worlds, stride_worlds
+    from properties.worlds.fixed_sample import fixed_sample
+    from properties.worlds.strategies import world_specs
 
     run = RunConfig()  # the CPU in exact numerics: which code runs does not depend on the numerics
     strategies = (world_specs(run), world_specs(run, faults=True), group_worlds(run), proposing_worlds(run),
@@ -69,7 +69,7 @@ def sample_specs(count: int) -> list[Any]:
 def traced_functions(impl: Impl, count: int = SAMPLE) -> frozenset[tuple[str, str]]:
     """(file relative to the project, qualified name) of every project function that ran while
     `impl` ran as the implementation of `sample_specs(count)`."""
-    from properties.harness import run_side_by_side
+    from properties.sides.harness import run_side_by_side
 
     seen: set[tuple[str, str]] = set()
     root = str(ROOT) + "/"

@@ -32,8 +32,8 @@ from mutants.order import MEMO, load_killers, record_killers, suite_tests
 from mutants.reach import applies, reached_by
 from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
-from properties.gpu import MpsError, cuda_mps
 from properties.impl import short_name
+from properties.run.gpu import MpsError, cuda_mps
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"

@@ -23,9 +23,9 @@ from nightly.rounds import Plan, RoundInfo, next_plan
 from nightly.runner import Job, round_file, run_round
 from nightly.spread import SHARD_BY, parse_shard
 from properties.config import DTYPES, MODEL_SIZES, RunConfig
-from properties.databases import describe, is_redis_url
-from properties.gpu import MpsError, cuda_mps
 from properties.impl import impl_help
+from properties.run.databases import describe, is_redis_url
+from properties.run.gpu import MpsError, cuda_mps
 
 COULD_NOT_RUN = (2, 3, 4, 5)  # pytest: interrupted, internal error, usage error, no tests collected
 

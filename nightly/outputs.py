@@ -19,7 +19,7 @@ from typing import Any
 from nightly.results import Case, Totals, add_up, by_worker, read_round, running_when_killed
 from nightly.rounds import RoundInfo
 from nightly.runner import round_file
-from properties.stats import expected_paths
+from properties.sides.stats import expected_paths
 
 OUTPUT_FILES = ("report.md", "summary.json", "junit.xml")
 PACKED = "details.tar.gz"
@@ -108,8 +108,8 @@ def failures_section(totals: dict[str, Totals], packed: bool) -> list[str]:
         lines += ["", f"### `{t.name}` ({last.outcome}; round(s) {rounds})", "", "```text", last.text, "```", ""]
         if last.replay:
             spec = last.replay.split()[0]
-            lines.append(f"- replay: `python -m properties.replay {last.replay}`")
-            lines.append(f"- make it a regression case: `python -m properties.promote {spec} --name NAME`")
+            lines.append(f"- replay: `python -m properties.failures.replay {last.replay}`")
+            lines.append(f"- make it a regression case: `python -m properties.failures.promote {spec} --name NAME`")
         if last.reproduce:
             lines.append(f"- or in Hypothesis: decorate the test with `{last.reproduce}`")
     return lines

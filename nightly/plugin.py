@@ -22,8 +22,8 @@ from nightly import spread
 from nightly.results import PROPERTY
 from nightly.rounds import Plan
 from properties import counters
-from properties.gpu import worker_index
-from properties.shards import GIVEN_SEED, shard_examples
+from properties.run.gpu import worker_index
+from properties.run.shards import GIVEN_SEED, shard_examples
 
 OBSERVED_MAX_BYTES = 256 * 2**20  # per process and round: an all-night run checks hundreds of thousands of examples
 SLOT = pytest.StashKey["Slot"]()
@@ -72,7 +72,7 @@ def share_test(fn: Any, planned: int | None, slot: Slot, shards: int = 1) -> boo
     """Give Hypothesis test `fn` this worker's share of its examples (`planned`, else its own
     `@settings`' or the profile's `max_examples`); False, leaving it as it is, when the share is
     empty (Hypothesis refuses `max_examples=0`). A test split over `shards` cases
-    (`properties.shards`) takes a case's part of `planned`. Its seed is each case's (`seed_case`)."""
+    (`properties.run.shards`) takes a case's part of `planned`. Its seed is each case's (`seed_case`)."""
     own = getattr(fn, "_hypothesis_internal_settings_applied", False)
     base = fn._hypothesis_internal_use_settings if own else settings.default
     if shards > 1 and planned is not None:
@@ -96,7 +96,7 @@ def seed_keeping_database(fn: Any, seed: int) -> None:
 
 def seed_case(item: pytest.Item, slot: Slot) -> None:
     """With a run seed, give test case `item` its own seed (`spread.worker_seed` of its node id):
-    in its stash for a state machine split by hand (`properties.shards.GIVEN_SEED`), and on its
+    in its stash for a state machine split by hand (`properties.run.shards.GIVEN_SEED`), and on its
     function for a Hypothesis test. The cases of a split property share one function, so this is
     done as each case starts."""
     if slot.seed is None:

@@ -104,7 +104,7 @@ def parse_failure(longrepr: str, round_no: int, outcome: str) -> Failure:
         return Failure(round_no, outcome, "\n".join(longrepr.strip().splitlines()[-MAX_LINES:]), None, reproduce)
     at = next((i for i, s in enumerate(lines) if s.strip().startswith("replay: ")), None)
     if at is not None:
-        replay = lines[at].strip().removeprefix("replay: ").removeprefix("python -m properties.replay ")
+        replay = lines[at].strip().removeprefix("replay: ").removeprefix("python -m properties.failures.replay ")
         body = [lines[0].split(": ", 1)[-1]] + [s.removeprefix("  ") for s in lines[1:at]]
         return Failure(round_no, outcome, "\n".join(body).rstrip(), replay, reproduce)
     end = next((i for i, s in enumerate(lines) if s.startswith(HYPOTHESIS_TRAILERS)), len(lines))

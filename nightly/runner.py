@@ -21,7 +21,7 @@ from properties.config import RunConfig
 
 POLL_SECONDS = 0.5
 STOP_WAITS = ((signal.SIGINT, 20.0), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0))
-# The line `properties.summary_plugin` prints when a test passes or fails on a worker.
+# The line `properties.run.summary_plugin` prints when a test passes or fails on a worker.
 PROGRESS = re.compile(r"^\[\d+/[\d?]+\] (PASS|FAIL) ")
 
 
@@ -44,7 +44,7 @@ class Job:
     extra: tuple[str, ...] = ()
 
     def suite_options(self) -> list[str]:
-        """The options of `properties.plugin` that configure the suite for every round."""
+        """The options of `properties.run.plugin` that configure the suite for every round."""
         return [*self.run.options(), "--example-db", self.database, "--example-db-dir", str(self.database_dir)]
 
 
@@ -57,7 +57,15 @@ def pytest_command(job: Job, round_no: int) -> list[str]:
     database off under a fixed seed, and every worker would draw the same stream; `nightly.plugin`
     seeds each test per worker instead."""
     cmd = [sys.executable, "-m", "pytest", *job.tests, "-q", "-rfE", "-p", "no:cacheprovider", "--durations", "10"]
-    cmd += ["-p", "properties.plugin", "-p", "properties.summary_plugin", "-p", "nightly.plugin", *job.suite_options()]
+    cmd += [
+        "-p",
+        "properties.run.plugin",
+        "-p",
+        "properties.run.summary_plugin",
+        "-p",
+        "nightly.plugin",
+        *job.suite_options(),
+    ]
     cmd += ["--hypothesis-profile", job.profile, "--hypothesis-show-statistics"]
     cmd += ["--junitxml", str(round_file(job.out, "junit", round_no, ".xml"))]
     cmd += ["--nightly-round", str(round_no), "--nightly-plan", str(round_file(job.out, "plans", round_no, ".json"))]

@@ -5,7 +5,7 @@ size, model size, reference device, the implementation, the near-tie budget, whe
 `RunConfig.build` takes the options a person gave (pytest's, or a job's command line), then the
 environment (`MTP_VERIFY_<OPTION>`), then the defaults: the one place of the project that reads the
 suite's environment variables. Properties take the configuration as the `run` fixture of
-`properties.plugin`, jobs as an argument; nothing reads it at import time.
+`properties.run.plugin`, jobs as an argument; nothing reads it at import time.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from typing import Any
 
 import torch
 
-from properties.checks.numerics import ROUNDING
 from properties.impl import DEFAULT_IMPL, Impl, load
+from properties.tolerance import ROUNDING
 
 ENV_PREFIX = "MTP_VERIFY_"
 NUMERICS = ("exact", "fast")
@@ -54,7 +54,7 @@ OPTIONS = (
 @dataclass(slots=True, frozen=True)
 class Tolerance:
     """How numbers are compared in one numerics mode and dtype: bit for bit in exact numerics, else
-    within `ROUNDING[dtype]` of the unit's largest magnitude (`properties.checks.numerics`), with the
+    within `ROUNDING[dtype]` of the unit's largest magnitude (`properties.tolerance`), with the
     replay oracle holding every decision."""
 
     exact: bool

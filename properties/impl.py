@@ -20,7 +20,7 @@ function happens to be defined. What a module may say:
   seeds and positions and for seed invariance (`properties.sampling`), whatever the noise.
 - `ROW_SAMPLER` (optional, with own noise): the step's sampler as a `reference.row_request.RowSampler`.
   Every token the step draws must then be that sampler's for the same row and request
-  (`properties.checks.own_noise`), and the sampler is tested alone with many more draws
+  (`properties.sides.own_noise`), and the sampler is tested alone with many more draws
   (`properties.sampling.test_distribution`, `test_seed_invariance`).
 """
 

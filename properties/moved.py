@@ -17,23 +17,42 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 REMOVED_IN = "the next release"
 MOVED: dict[str, str] = {
+    "properties.aimed_worlds": "properties.worlds.aimed_worlds",
     "properties.call_checks": "properties.checks.calls",
-    "properties.call_plan": "properties.checks.call_plan",
+    "properties.call_plan": "properties.sides.call_plan",
+    "properties.checks.call_plan": "properties.sides.call_plan",
+    "properties.checks.forcing": "properties.sides.forcing",
+    "properties.checks.mismatch": "properties.sides.mismatch",
+    "properties.checks.numerics": "properties.tolerance",
+    "properties.checks.outside": "properties.sides.outside",
+    "properties.checks.outside_facts": "properties.sides.outside_facts",
+    "properties.checks.outside_fingerprint": "properties.sides.outside_fingerprint",
+    "properties.checks.outside_kinds": "properties.sides.outside_kinds",
+    "properties.checks.outside_scope": "properties.sides.outside_scope",
+    "properties.checks.outside_weights": "properties.sides.outside_weights",
+    "properties.checks.own_noise": "properties.sides.own_noise",
+    "properties.checks.replay_oracle": "properties.sides.replay_oracle",
     "properties.compare": "properties.checks.compare",
+    "properties.corner_reach": "properties.worlds.corner_reach",
+    "properties.corners": "properties.worlds.corners",
+    "properties.covering_worlds": "properties.worlds.covering_worlds",
+    "properties.databases": "properties.run.databases",
     "properties.differences": "properties.checks.differences",
-    "properties.forced_budget": "properties.checks.forced_budget",
-    "properties.log_checks": "properties.checks.logs",
-    "properties.mismatch": "properties.checks.mismatch",
-    "properties.numerics": "properties.checks.numerics",
-    "properties.outside": "properties.checks.outside",
-    "properties.replay_oracle": "properties.checks.replay_oracle",
-    "properties.world_state": "properties.checks.world_state",
+    "properties.dispatch_checks": "properties.step.dispatch_check",
+    "properties.draws": "properties.worlds.draws",
     "properties.engine_pair": "properties.generations.pair",
+    "properties.fault_kinds": "properties.worlds.fault_kinds",
+    "properties.fault_plans": "properties.worlds.fault_plans",
+    "properties.faults": "properties.sides.faults",
+    "properties.fixed_sample": "properties.worlds.fixed_sample",
+    "properties.forced_budget": "properties.checks.forced_budget",
+    "properties.fresh_process": "properties.run.fresh_process",
+    "properties.gate_worlds": "properties.worlds.gate_worlds",
     "properties.generation_checks": "properties.generations.checks",
     "properties.generation_oracle": "properties.generations.oracle",
     "properties.generation_reach": "properties.generations.reach",
@@ -41,10 +60,38 @@ MOVED: dict[str, str] = {
     "properties.generation_run": "properties.generations.run",
     "properties.generation_spec": "properties.generations.spec",
     "properties.generation_strategies": "properties.generations.strategies",
+    "properties.gpu": "properties.run.gpu",
+    "properties.grammars": "properties.worlds.grammars",
+    "properties.harness": "properties.sides.harness",
+    "properties.log_checks": "properties.checks.logs",
+    "properties.mismatch": "properties.sides.mismatch",
+    "properties.model_strategies": "properties.worlds.model_strategies",
+    "properties.numerics": "properties.tolerance",
+    "properties.outside": "properties.sides.outside",
     "properties.p9_figures": "properties.generations.figures",
+    "properties.plugin": "properties.run.plugin",
+    "properties.promote": "properties.failures.promote",
     "properties.promote_generation": "properties.generations.promote",
+    "properties.regression_files": "properties.failures.regression_files",
+    "properties.replay": "properties.failures.replay",
     "properties.replay_generation": "properties.generations.replay",
+    "properties.replay_oracle": "properties.sides.replay_oracle",
+    "properties.report": "properties.failures.report",
+    "properties.row_shaping": "properties.worlds.row_shaping",
     "properties.run_config": "properties.config",
+    "properties.seq_strategies": "properties.worlds.seq_strategies",
+    "properties.shard_budget": "properties.run.shard_budget",
+    "properties.shards": "properties.run.shards",
+    "properties.side_by_side": "properties.sides.side_by_side",
+    "properties.specs": "properties.worlds.specs",
+    "properties.stats": "properties.sides.stats",
+    "properties.strategies": "properties.worlds.strategies",
+    "properties.summary_plugin": "properties.run.summary_plugin",
+    "properties.translate": "properties.sides.translate",
+    "properties.verify": "properties.run.verify",
+    "properties.wide_worlds": "properties.worlds.wide_worlds",
+    "properties.world": "properties.worlds.world",
+    "properties.world_state": "properties.checks.world_state",
 }
 
 
@@ -94,6 +141,16 @@ class MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__dict__.update(legacy)
         module.__getattr__ = lambda attr: getattr(target, attr)  # type: ignore[method-assign]
         module.__dir__ = lambda: sorted(set(dir(target)) | set(legacy))  # type: ignore[method-assign]
+
+    def get_code(self, name: str) -> CodeType:
+        """`python -m <old>`: says where the command went, then runs the new module as `__main__`."""
+        new = MOVED[name]
+        source = (
+            "import runpy, sys\n"
+            f"print('python -m {name} moved to python -m {new}; the old name goes in {REMOVED_IN}', file=sys.stderr)\n"
+            f"runpy.run_module({new!r}, run_name='__main__', alter_sys=True)\n"
+        )
+        return compile(source, f"<moved {name}>", "exec")
 
 
 def install() -> None:

@@ -35,7 +35,6 @@ class DraftRows(Installed):
     CURRENT: ClassVar[contextvars.ContextVar[DraftRows | None]] = _current
 
 
-
 def capture_draft_rows(
     slots: Sequence[int],
     positions: Sequence[int],

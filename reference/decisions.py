@@ -59,7 +59,6 @@ class DecisionLog(Installed):
     CURRENT: ClassVar[contextvars.ContextVar[DecisionLog | None]] = _current
 
 
-
 def argmax_lowest(scores: torch.Tensor) -> int:
     """Index of the largest finite-or-inf value of a 1-D tensor; ties go to the lowest index.
 

@@ -47,9 +47,7 @@ def tokenizer_info(vocab_size: int) -> xgr.TokenizerInfo:
     special = set(vocab.special_ids)
     # xgrammar treats an empty token as special (never text); EOS stays usable as the stop token.
     encoded = [b"" if i in special else tok for i, tok in enumerate(vocab.tokens)]
-    return xgr.TokenizerInfo(
-        encoded, xgr.VocabType.RAW, vocab_size=vocab_size, stop_token_ids=[vocab.eos_id]
-    )
+    return xgr.TokenizerInfo(encoded, xgr.VocabType.RAW, vocab_size=vocab_size, stop_token_ids=[vocab.eos_id])
 
 
 @lru_cache(maxsize=8)
@@ -139,9 +137,7 @@ class GrammarState:
         return self.fork()
 
 
-def start_grammar(
-    spec: GrammarSpec, vocab_size: int, tokens: list[int] | tuple[int, ...] = ()
-) -> GrammarState:
+def start_grammar(spec: GrammarSpec, vocab_size: int, tokens: list[int] | tuple[int, ...] = ()) -> GrammarState:
     """A fresh state for `spec` over `build_vocab(vocab_size)`, advanced by `tokens` (a replay).
 
     Raises ValueError when the grammar rejects one of `tokens`."""
@@ -172,8 +168,6 @@ JSON_PERSON = GrammarSpec(
 )
 REGEX_EMAIL = GrammarSpec("regex", r"[a-z]{1,6}@[a-z]{1,6}\.(com|org)")
 # The same language as EBNF_LIST_REGEX, as EBNF.
-EBNF_LIST = GrammarSpec(
-    "ebnf", 'root ::= "[" item ("," item){0,3} "]"\nitem ::= [0-9]{1,3} | "true" | "null"'
-)
+EBNF_LIST = GrammarSpec("ebnf", 'root ::= "[" item ("," item){0,3} "]"\nitem ::= [0-9]{1,3} | "true" | "null"')
 EBNF_LIST_REGEX = r"\[([0-9]{1,3}|true|null)(,([0-9]{1,3}|true|null)){0,3}\]"
 READY_SPECS: tuple[GrammarSpec, ...] = (JSON_PERSON, REGEX_EMAIL, EBNF_LIST)

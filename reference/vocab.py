@@ -15,13 +15,59 @@ SPECIAL_TOKENS: tuple[bytes, ...] = (b"<eos>", b"</tool_call>", b"</think>")
 FIRST_BYTE_ID = len(SPECIAL_TOKENS)
 
 _JSON_PIECES: tuple[bytes, ...] = (
-    b'{"', b'"}', b'":', b'": ', b'",', b'", "', b'","', b"{}", b"[]", b"[{", b"}]", b"},", b"}, {",
-    b'["', b'"]', b"true", b"false", b"null", b"\\n", b'\\"', b"  ", b"    ", b"\n  ",
+    b'{"',
+    b'"}',
+    b'":',
+    b'": ',
+    b'",',
+    b'", "',
+    b'","',
+    b"{}",
+    b"[]",
+    b"[{",
+    b"}]",
+    b"},",
+    b"}, {",
+    b'["',
+    b'"]',
+    b"true",
+    b"false",
+    b"null",
+    b"\\n",
+    b'\\"',
+    b"  ",
+    b"    ",
+    b"\n  ",
 )
 _WORDS: tuple[bytes, ...] = (
-    b"name", b"age", b"ok", b"id", b"type", b"value", b"items", b"result", b"error", b"hello",
-    b"world", b"yes", b"no", b"the", b" the", b" a", b" is", b" and", b" of", b" to", b"ing",
-    b"tion", b"er", b"ed", b"com", b"org", b".com", b".org",
+    b"name",
+    b"age",
+    b"ok",
+    b"id",
+    b"type",
+    b"value",
+    b"items",
+    b"result",
+    b"error",
+    b"hello",
+    b"world",
+    b"yes",
+    b"no",
+    b"the",
+    b" the",
+    b" a",
+    b" is",
+    b" and",
+    b" of",
+    b" to",
+    b"ing",
+    b"tion",
+    b"er",
+    b"ed",
+    b"com",
+    b"org",
+    b".com",
+    b".org",
 )
 _DIGIT_PAIRS: tuple[bytes, ...] = tuple(f"{i:02d}".encode() for i in range(100))
 
@@ -38,9 +84,7 @@ class Vocab:
     reasoning_end_id: int = REASONING_END_ID
     special_ids: tuple[int, ...] = (EOS_ID, TOOL_CALL_END_ID, REASONING_END_ID)
     # (text token -> id, longest text token), built on the first `encode`.
-    _text_index: tuple[dict[bytes, int], int] | None = field(
-        default=None, init=False, repr=False, compare=False
-    )
+    _text_index: tuple[dict[bytes, int], int] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def size(self) -> int:

@@ -68,12 +68,9 @@ def random_batch(rng: random.Random, rows: int, seeds: int) -> tuple[torch.Tenso
     return torch.stack(logits), reqs
 
 
-def assert_in_support(
-    logits: torch.Tensor, reqs: Sequence[RowRequest], got: list[int | SamplingError]
-) -> None:
+def assert_in_support(logits: torch.Tensor, reqs: Sequence[RowRequest], got: list[int | SamplingError]) -> None:
     """Every row sampled (no refusal), each token inside the reference's support for its row."""
     for i, (row, req, tok) in enumerate(zip(logits, reqs, got, strict=True)):
         assert isinstance(tok, int), f"row {i}: refused ({tok}) a row the reference samples"
         kept = torch.isfinite(kept_scores(row, req))
         assert bool(kept[tok]), f"row {i}: token {tok} outside the support {kept.nonzero().flatten().tolist()} of {req}"
-

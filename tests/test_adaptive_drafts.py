@@ -27,9 +27,7 @@ def seq(n_out: int, max_tokens: int, grammar: bool) -> ActiveSeq:
     )
 
 
-@given(
-    ladder=st.integers(0, 8), n_out=st.integers(0, 12), max_tokens=st.integers(0, 12), grammar=st.booleans()
-)
+@given(ladder=st.integers(0, 8), n_out=st.integers(0, 12), max_tokens=st.integers(0, 12), grammar=st.booleans())
 def test_effective_drafts(ladder: int, n_out: int, max_tokens: int, grammar: bool) -> None:
     a = seq(n_out, max_tokens, grammar)
     eff = effective_drafts_under_grammar(a, ladder)

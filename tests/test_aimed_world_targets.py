@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from properties.aimed_worlds import eligible, greedy_worlds, stride_worlds
 from properties.config import RunConfig
-from properties.fault_kinds import BAD_ROWS
-from properties.fixed_sample import fixed_sample
-from properties.specs import WorldSpec
-from properties.wide_worlds import wide_world_specs
-from properties.world import build_world
+from properties.worlds.aimed_worlds import eligible, greedy_worlds, stride_worlds
+from properties.worlds.fault_kinds import BAD_ROWS
+from properties.worlds.fixed_sample import fixed_sample
+from properties.worlds.specs import WorldSpec
+from properties.worlds.wide_worlds import wide_world_specs
+from properties.worlds.world import build_world
 
 RUN = RunConfig("cpu", "exact", ("float64", "float32"), 8)  # the CPU default of a pytest run
 # Wide worlds: past 16 and 64 rows, a slot or SSM slot past 64 and 256, a last token past 32767 and

@@ -20,7 +20,7 @@ from batched.vector.noise import gumbel_rows
 from batched.vector.rows import RowProcessing, divide_rows
 from batched.vector.sampling_pass import SampleRequest, host_error, read_together, sample_rows
 from batched.vector.static_passes import PassCache
-from properties.grammars import SPECS, random_walk
+from properties.worlds.grammars import SPECS, random_walk
 from reference.errors import ModelError
 from reference.grammar import GrammarState, start_grammar
 from reference.logprobs import extract_single_logprobs

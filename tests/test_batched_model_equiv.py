@@ -20,7 +20,6 @@ from reference.state import SequenceState
 SLOTS = 24
 
 
-
 @functools.cache
 def base_model(dtype: str) -> BatchedMtpModel:
     cfg = ModelConfig(

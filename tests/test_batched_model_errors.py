@@ -15,10 +15,7 @@ from reference.model.config import ModelConfig
 from reference.sched_ctx import ENV_PROPOSE_META_STRIDE
 from reference.state import SequenceState
 
-CFG = ModelConfig(
-    max_seq_len=64, num_blocks=64, num_draft_blocks=64, num_slots=8, num_ssm_slots=8, stash_capacity=4
-)
-
+CFG = ModelConfig(max_seq_len=64, num_blocks=64, num_draft_blocks=64, num_slots=8, num_ssm_slots=8, stash_capacity=4)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +36,7 @@ def _seqs() -> list[SequenceState]:
     ]
 
 
-def _expect_unchanged_failure(
-    model: BatchedMtpModel, call: Callable[[], object], *messages: str
-) -> ModelError:
+def _expect_unchanged_failure(model: BatchedMtpModel, call: Callable[[], object], *messages: str) -> ModelError:
     before = model.clone()
     with pytest.raises(ModelError) as info:
         call()
@@ -131,9 +126,7 @@ def test_propose_batched_precondition(base: BatchedMtpModel, case: str) -> None:
     breaker, message = PROPOSE_CASES[case]
     breaker(args)
     before, conf = copy.deepcopy(seqs), [[0.25]]
-    err = _expect_unchanged_failure(
-        model, lambda: model.run_mtp_propose_batched(**args, conf_out=conf), message
-    )
+    err = _expect_unchanged_failure(model, lambda: model.run_mtp_propose_batched(**args, conf_out=conf), message)
     assert err.chain()[0] == "run_mtp_propose_batched"
     assert conf == [[0.25]] and seqs == before
 
@@ -142,9 +135,7 @@ def test_propose_batched_accepts_the_unbroken_group(base: BatchedMtpModel) -> No
     model = base.clone()
     conf: list[list[float]] = []
     drafts = model.run_mtp_propose_batched(**_propose_args(_seqs()), conf_out=conf)
-    assert (
-        drafts is not None and [len(d) for d in drafts] == [3, 3, 3] and [len(c) for c in conf] == [3, 3, 3]
-    )
+    assert drafts is not None and [len(d) for d in drafts] == [3, 3, 3] and [len(c) for c in conf] == [3, 3, 3]
 
 
 def test_drafter_table_past_the_meta_stride_fails_with_the_logged_words(base: BatchedMtpModel) -> None:
@@ -185,9 +176,7 @@ def test_unwritten_stash_read_through_save_from_stash_is_caught(base: BatchedMtp
     model.poison_scratch()
     model.save_hidden_for_mtp_from_stash(3)
     seq = _seqs()[0]
-    _expect_unchanged_failure(
-        model, lambda: model.run_mtp_propose_multi(5, 11, 2, seq), "drafter input is not finite"
-    )
+    _expect_unchanged_failure(model, lambda: model.run_mtp_propose_multi(5, 11, 2, seq), "drafter input is not finite")
 
 
 def test_stash_preconditions(base: BatchedMtpModel) -> None:
@@ -195,12 +184,8 @@ def test_stash_preconditions(base: BatchedMtpModel) -> None:
     _expect_unchanged_failure(
         model, lambda: model.stash_verify_hidden_rows([0, 1, 2, 3, 4]), "5 rows exceed the stash capacity 4"
     )
-    _expect_unchanged_failure(
-        model, lambda: model.stash_verify_hidden_rows([0, 256]), "hidden row 256 out of range"
-    )
-    _expect_unchanged_failure(
-        model, lambda: model.save_hidden_for_mtp_from_stash(4), "stash row 4 out of range"
-    )
+    _expect_unchanged_failure(model, lambda: model.stash_verify_hidden_rows([0, 256]), "hidden row 256 out of range")
+    _expect_unchanged_failure(model, lambda: model.save_hidden_for_mtp_from_stash(4), "stash row 4 out of range")
     none = BatchedMtpModel(ModelConfig(stash_capacity=0))
     for call in (lambda: none.stash_verify_hidden_rows([0]), lambda: none.save_hidden_for_mtp_from_stash(0)):
         _expect_unchanged_failure(none, call, "hidden stash not allocated (stash_capacity 0)")

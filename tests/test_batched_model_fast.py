@@ -27,7 +27,6 @@ gpu = pytest.mark.gpu
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
-
 def _world(cfg: ModelConfig, seed: int = 3) -> tuple[BatchedMtpModel, list[SequenceState], list[int]]:
     """A model with caches from `seed` (the same values in every dtype, up to rounding) and N sequences."""
     model = BatchedMtpModel(cfg, env={})
@@ -36,9 +35,7 @@ def _world(cfg: ModelConfig, seed: int = 3) -> tuple[BatchedMtpModel, list[Seque
     main = BlockAllocator(cfg.num_blocks, cfg.block_size, gen)
     draft = BlockAllocator(cfg.num_draft_blocks, cfg.block_size, gen)
     lengths = torch.randint(0, cfg.max_seq_len - cfg.max_drafts, (N,), generator=gen).tolist()
-    seqs = [
-        main.sequence(draft, i, i if i % 3 else None, n, 1, 1 + cfg.max_drafts) for i, n in enumerate(lengths)
-    ]
+    seqs = [main.sequence(draft, i, i if i % 3 else None, n, 1, 1 + cfg.max_drafts) for i, n in enumerate(lengths)]
     return model, seqs, torch.randint(0, cfg.vocab_size, (N,), generator=gen).tolist()
 
 
@@ -66,9 +63,7 @@ def _check_fast_against_exact(dtype: str, device: str) -> None:
     torch.testing.assert_close(logits.double().cpu(), ref_logits, atol=atol, rtol=rtol)
     model.stash_verify_hidden_rows(list(range(N)))
     conf: list[list[float]] = []
-    drafts = model.run_mtp_propose_batched(
-        [5] * N, [s.seq_len for s in seqs], list(range(N)), 4, seqs, conf_out=conf
-    )
+    drafts = model.run_mtp_propose_batched([5] * N, [s.seq_len for s in seqs], list(range(N)), 4, seqs, conf_out=conf)
     assert drafts is not None
     compared = 0
     for g in range(N):
@@ -156,9 +151,7 @@ def test_exact_cuda_kernels_are_batch_invariant(dtype: torch.dtype) -> None:
         lengths = torch.randint(1, 49, (n,), generator=gen, device="cuda")
         batch = attention(nm, q, k, v, lengths)
         assert all(
-            bits_equal(
-                batch[i : i + 1], attention(nm, q[i : i + 1], k[i : i + 1], v[i : i + 1], lengths[i : i + 1])
-            )
+            bits_equal(batch[i : i + 1], attention(nm, q[i : i + 1], k[i : i + 1], v[i : i + 1], lengths[i : i + 1]))
             for i in range(n)
         )
 

@@ -13,10 +13,10 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
-from properties.side_by_side import SideBySide
-from properties.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
+from properties.failures.report import format_report
+from properties.sides.harness import run_side_by_side
+from properties.sides.side_by_side import SideBySide
+from properties.worlds.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 
 
 def mix(n: int, **seq: object) -> tuple[SeqSpec, ...]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-CONTROLLER = "import properties.verify, properties.plugin, properties.summary_plugin"
+CONTROLLER = "import properties.run.verify, properties.run.plugin, properties.run.summary_plugin"
 
 
 def test_the_controller_imports_no_xgrammar() -> None:

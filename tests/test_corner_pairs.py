@@ -1,10 +1,10 @@
-"""The `ci` samples reach every corner pair (`properties.corners`): every pair of two conditions that
+"""The `ci` samples reach every corner pair (`properties.worlds.corners`): every pair of two conditions that
 one step can hold together (two gate clauses, a clause and a model limit, two limits, a limit and
 the drafter kind...) is held by an example of P2's properties or of P1's mixes that runs the code
-meeting both (`properties.corner_reach`), as `properties.fixed_sample` replays the samples, and no
+meeting both (`properties.worlds.corner_reach`), as `properties.worlds.fixed_sample` replays the samples, and no
 pair listed as unreachable is held by any example.
 
-`python -m properties.corner_reach` prints the table (`docs/corners.md`).
+`python -m properties.worlds.corner_reach` prints the table (`docs/corners.md`).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import functools
 import pytest
 
 from batched.gate import can_batch_bootstrap
-from properties.corner_reach import CI_EXAMPLES, CI_RUN, Reach, excluded_but_held, measure, missing
-from properties.corners import all_pairs, conditions_of, exclusions, reachable_pairs, world_values
-from properties.covering_worlds import targeted_worlds
-from properties.fixed_sample import fixed_sample
-from properties.gate_worlds import corner_worlds, dispatch_specs
-from properties.specs import WorldSpec
-from properties.world import base_model, sched_for
+from properties.worlds.corner_reach import CI_EXAMPLES, CI_RUN, Reach, excluded_but_held, measure, missing
+from properties.worlds.corners import all_pairs, conditions_of, exclusions, reachable_pairs, world_values
+from properties.worlds.covering_worlds import targeted_worlds
+from properties.worlds.fixed_sample import fixed_sample
+from properties.worlds.gate_worlds import corner_worlds, dispatch_specs
+from properties.worlds.specs import WorldSpec
+from properties.worlds.world import base_model, sched_for
 
 
 @functools.lru_cache(maxsize=1)

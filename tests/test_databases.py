@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase, MultiplexedDatabase
 
-from properties.databases import describe, developer_database, is_redis_url, nightly_database, redact
+from properties.run.databases import describe, developer_database, is_redis_url, nightly_database, redact
 
 fakeredis = pytest.importorskip("fakeredis", reason="an optional dependency (the dev extra)")
 

@@ -88,9 +88,7 @@ def test_grammar_reasons_and_priority() -> None:
     assert emit(seq(grammar_state=start_grammar(REGEX_EMAIL, VOCAB)), EOS) is FinishReason.GRAMMAR
     # An accepted EOS terminates the grammar, and STOP beats GRAMMAR.
     a = seq(grammar_state=grammar.fork())
-    assert (
-        emit(a, EOS) is FinishReason.STOP and a.grammar_state is not None and a.grammar_state.is_terminated()
-    )
+    assert emit(a, EOS) is FinishReason.STOP and a.grammar_state is not None and a.grammar_state.is_terminated()
     # Held, the accepted EOS does not stop, but the grammar terminated: GRAMMAR, before LENGTH.
     a = seq(grammar_state=grammar.fork(), min_tokens=5, max_tokens=1)
     assert emit(a, EOS) is FinishReason.GRAMMAR

@@ -16,8 +16,9 @@ def rows(device: str) -> tuple[torch.Tensor, ...]:
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(*shape, generator=g) for shape in ((5, 4, 16), (5, 48, 4, 16), (5, 48, 4, 16)))
     lengths = torch.tensor([1, 7, 48, 13, 2])
-    return tuple(t.to(device=device, dtype=torch.bfloat16 if t.is_floating_point() else t.dtype)
-                 for t in (q, k, v, lengths))
+    return tuple(
+        t.to(device=device, dtype=torch.bfloat16 if t.is_floating_point() else t.dtype) for t in (q, k, v, lengths)
+    )
 
 
 def test_the_fast_backends_leave_cudnn_out() -> None:

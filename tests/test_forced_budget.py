@@ -42,7 +42,7 @@ def test_the_plugin_fails_a_passing_test_over_budget(pytester: pytest.Pytester) 
             counters.count_run(1, [0.1], 100)
         """
     )
-    result = pytester.runpytest("-p", "properties.plugin", "--forced-budget", "0.01")
+    result = pytester.runpytest("-p", "properties.run.plugin", "--forced-budget", "0.01")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*near-tie budget exceeded: 5 of 100*"])
 
@@ -50,7 +50,7 @@ def test_the_plugin_fails_a_passing_test_over_budget(pytester: pytest.Pytester) 
 SHARDED = """
 import pytest
 from properties import counters
-from properties.shards import shard_ids
+from properties.run.shards import shard_ids
 
 FORCED = {FORCED}
 
@@ -72,7 +72,7 @@ def test_a_sharded_propertys_budget_holds_over_its_cases_together(
     """3 forced of 300 decisions is the budget at 1 %; one case alone forcing 3 of its 150 would be
     over it. The last case to report carries the verdict of the sum."""
     pytester.makepyfile(test_sharded=SHARDED.replace("{FORCED}", repr(forced)))
-    result = pytester.runpytest_subprocess("-p", "properties.plugin", "--forced-budget", "0.01", *workers)
+    result = pytester.runpytest_subprocess("-p", "properties.run.plugin", "--forced-budget", "0.01", *workers)
     result.assert_outcomes(passed=2 - failed, failed=failed)
     if failed:
         result.stdout.fnmatch_lines(
@@ -82,6 +82,6 @@ def test_a_sharded_propertys_budget_holds_over_its_cases_together(
 
 def test_a_case_run_alone_answers_for_the_budget_alone(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_sharded=SHARDED.replace("{FORCED}", "(0, 3)"))
-    result = pytester.runpytest_subprocess("-p", "properties.plugin", "-k", "shard2of2")
+    result = pytester.runpytest_subprocess("-p", "properties.run.plugin", "-k", "shard2of2")
     result.assert_outcomes(passed=0, failed=1, deselected=1)
     result.stdout.fnmatch_lines(["*near-tie budget exceeded: 3 of 150*"])

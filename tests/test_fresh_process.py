@@ -12,10 +12,10 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 
-from properties import fresh_process
 from properties.config import RunConfig
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.run import fresh_process
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
 
 RUN = RunConfig("cpu", "exact", ("float32",), 4)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from properties.checks.numerics import rounding
 from properties.generations.oracle import Taken, divergences, explain_token, top_ids_explained
 from properties.generations.spec import GenerationSpec
-from properties.specs import ModelSpec
+from properties.tolerance import rounding
+from properties.worlds.specs import ModelSpec
 from reference.decisions import DecisionKey, DecisionLog, decide
 from reference.logprobs import extract_single_logprobs
 from reference.request import Request

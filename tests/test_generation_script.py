@@ -14,7 +14,7 @@ from properties.generations.report import format_generation_report
 from properties.generations.run import run_script
 from properties.generations.spec import Action, GenerationSpec, RequestSpec, Script
 from properties.impl import load, plain
-from properties.specs import FaultSpec, ModelSpec, StepSpec
+from properties.worlds.specs import FaultSpec, ModelSpec, StepSpec
 
 SPEC = GenerationSpec(ModelSpec(block_size=4, max_seq_len=32, num_slots=4), StepSpec(spec_backoff_steps=1), 7)
 SCRIPT = Script(

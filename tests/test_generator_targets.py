@@ -24,17 +24,17 @@ import pytest
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
-from properties.fault_kinds import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
-from properties.fault_plans import fault_specs
-from properties.faults import FaultyModel
-from properties.fixed_sample import fixed_sample
-from properties.gate_worlds import dispatch_specs
-from properties.harness import masked_tokens, run_side_by_side, run_step
 from properties.impl import Impl, load
-from properties.side_by_side import SideBySide
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
-from properties.world import build_world
+from properties.sides.faults import FaultyModel
+from properties.sides.harness import masked_tokens, run_side_by_side, run_step
+from properties.sides.side_by_side import SideBySide
+from properties.worlds.fault_kinds import ALTERNATES, BAD_ROWS, BATCHED_STEP_OPS, ONCE_PER_STEP
+from properties.worlds.fault_plans import fault_specs
+from properties.worlds.fixed_sample import fixed_sample
+from properties.worlds.gate_worlds import dispatch_specs
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
+from properties.worlds.world import build_world
 
 # The CPU default of a pytest run (exact numerics, float64/float32, mixes of up to 8), whatever the
 # options of this session: the statistics are the generators', not the run's.

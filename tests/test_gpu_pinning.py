@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from properties.gpu import claim_gpu, pinned_device, places_per_gpu, release_all, worker_index
+from properties.run.gpu import claim_gpu, pinned_device, places_per_gpu, release_all, worker_index
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +44,8 @@ def test_a_worker_whose_gpu_is_full_takes_a_place_on_the_next(tmp_path: Path) ->
 def test_a_replacement_worker_claims_the_gpu_a_crashed_one_held(tmp_path: Path) -> None:
     holder = (
         "import sys, time; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-        "from properties.gpu import claim_gpu; print(claim_gpu(1, 2, Path(sys.argv[2])), flush=True); time.sleep(60)"
+        "from properties.run.gpu import claim_gpu; "
+        "print(claim_gpu(1, 2, Path(sys.argv[2])), flush=True); time.sleep(60)"
     )
     root = str(Path(__file__).resolve().parent.parent)
     proc = subprocess.Popen([sys.executable, "-c", holder, root, str(tmp_path)], stdout=subprocess.PIPE, text=True)

@@ -90,9 +90,7 @@ def check_person(text: bytes) -> None:
 
 CHECKS = {
     JSON_PERSON: check_person,
-    REGEX_EMAIL: lambda text: (
-        re.fullmatch(REGEX_EMAIL.source.encode(), text) is not None or pytest.fail(text)
-    ),
+    REGEX_EMAIL: lambda text: re.fullmatch(REGEX_EMAIL.source.encode(), text) is not None or pytest.fail(text),
     EBNF_LIST: lambda text: re.fullmatch(EBNF_LIST_REGEX.encode(), text) is not None or pytest.fail(text),
 }
 
@@ -212,9 +210,7 @@ def test_sampling_under_a_terminated_grammar_fails() -> None:
 
 
 def test_specs_and_compile_cache() -> None:
-    assert compile_spec(VOCAB, JSON_PERSON) is compile_spec(
-        VOCAB, GrammarSpec("json_schema", JSON_PERSON.source)
-    )
+    assert compile_spec(VOCAB, JSON_PERSON) is compile_spec(VOCAB, GrammarSpec("json_schema", JSON_PERSON.source))
     with pytest.raises(ValueError, match="kind"):
         GrammarSpec("lark", "start: x")
     for kind, source in (("regex", "[a-"), ("ebnf", "root ::= "), ("json_schema", "{bad")):

@@ -13,8 +13,8 @@ import pytest
 from batched.vector.model import VectorMtpModel
 from batched.vector.step import step_mtp_bootstrap_vectorized
 from properties.impl import DEFAULT_IMPL, REGISTRY, canonical, load, plain, short_name
-from properties.specs import ModelSpec
-from properties.world import base_model
+from properties.worlds.specs import ModelSpec
+from properties.worlds.world import base_model
 
 
 @pytest.fixture
@@ -125,7 +125,7 @@ def test_every_impl_option_lists_every_registered_implementation() -> None:
     from properties.impl import REGISTRY, impl_help
 
     assert all(name in impl_help() for name in REGISTRY)
-    for module in ("properties.verify", "nightly", "properties.replay", "properties.generations.replay"):
+    for module in ("properties.run.verify", "nightly", "properties.failures.replay", "properties.generations.replay"):
         cmd = [sys.executable, "-m", module, "--help"]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
         flat = re.sub(r"-\s+", "-", " ".join(out.split()))  # argparse wraps at hyphens

@@ -28,7 +28,6 @@ DTYPES = [torch.float32, torch.float64]
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-
 def _rand(gen: torch.Generator, *shape: int, dtype: torch.dtype) -> torch.Tensor:
     return torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
 
@@ -72,9 +71,7 @@ def _as_tuple(x: torch.Tensor | tuple[torch.Tensor, ...]) -> tuple[torch.Tensor,
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize(
-    "name", ["linear", "rms_norm", "mlp", "ssm_gates", "head", "attention", "confidence"]
-)
+@pytest.mark.parametrize("name", ["linear", "rms_norm", "mlp", "ssm_gates", "head", "attention", "confidence"])
 @SETTINGS
 @given(n=st.integers(1, 40), seed=st.integers(0, 2**32 - 1))
 def test_row_alone_equals_row_in_batch(name: str, dtype: torch.dtype, n: int, seed: int) -> None:

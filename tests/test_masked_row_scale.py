@@ -1,15 +1,15 @@
 """A logits row a bad-row fault rewrote keeps the scale it was computed at: its few finite survivors
-carry the rounding of the whole row they were decoded in (`properties.faults.FaultyModel.unmasked_rows`,
-read by `properties.checks.replay_oracle.row_mismatches`), as a masked drafter row's do."""
+carry the rounding of the whole row they were decoded in (`properties.sides.faults.FaultyModel.unmasked_rows`,
+read by `properties.sides.replay_oracle.row_mismatches`), as a masked drafter row's do."""
 
 from __future__ import annotations
 
 import torch
 
-from properties.checks.numerics import ROUNDING, differing
-from properties.faults import FaultyModel
-from properties.specs import FaultSpec, ModelSpec, SeqSpec, WorldSpec
-from properties.world import build_world
+from properties.sides.faults import FaultyModel
+from properties.tolerance import ROUNDING, differing
+from properties.worlds.specs import FaultSpec, ModelSpec, SeqSpec, WorldSpec
+from properties.worlds.world import build_world
 
 
 def test_a_masked_row_fault_keeps_the_row_it_rewrote() -> None:

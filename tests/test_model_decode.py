@@ -19,7 +19,6 @@ from reference.state import SequenceState
 CFG = ModelConfig(n_attn_layers=2, max_seq_len=64, num_blocks=48, num_draft_blocks=48, num_slots=8, num_ssm_slots=8)
 
 
-
 @pytest.fixture(scope="module")
 def base() -> TinyMtpModel:
     return TinyMtpModel(CFG)

@@ -20,7 +20,6 @@ from reference.state import SequenceState
 CFG = ModelConfig(max_seq_len=64, num_blocks=32, num_draft_blocks=32, num_slots=8, num_ssm_slots=8)
 
 
-
 @pytest.fixture
 def world() -> tuple[TinyMtpModel, SequenceState]:
     """A model with random caches and one sequence of length 20 whose last decode was just saved."""
@@ -28,9 +27,7 @@ def world() -> tuple[TinyMtpModel, SequenceState]:
     gen = torch.Generator().manual_seed(4)
     model.randomize_caches(gen)
     main = BlockAllocator(CFG.num_blocks, CFG.block_size, gen)
-    seq = main.sequence(
-        BlockAllocator(CFG.num_draft_blocks, CFG.block_size, gen), 3, 2, 20, room=1, draft_room=12
-    )
+    seq = main.sequence(BlockAllocator(CFG.num_draft_blocks, CFG.block_size, gen), 3, 2, 20, room=1, draft_room=12)
     model.poison_scratch()
     model.decode(17, seq)
     model.save_hidden_for_mtp(seq)
@@ -85,9 +82,7 @@ def test_confidences_are_the_softmax_probability_of_each_draft(
     # Each draft's probability from its own logits row, recomputed outside the model.
     hidden, token = probe.mtp_hidden_in[None], 42
     for i in range(3):
-        views = pack_sections(
-            [[token], *row_sections([21 + i], [seq.draft_block_table], 5, 16)], probe.device
-        )
+        views = pack_sections([[token], *row_sections([21 + i], [seq.draft_block_table], 5, 16)], probe.device)
         hidden, logits = drafter_rows(
             probe.nm, CFG, probe.weights, probe.draft_kv, hidden, views[0], row_meta(views[1:], 5)
         )
@@ -145,9 +140,7 @@ def _bad_proposes() -> list[tuple[str, dict]]:
 
 
 @pytest.mark.parametrize(("message", "change"), _bad_proposes(), ids=lambda x: str(x)[:24])
-def test_failing_propose_changes_nothing(
-    world: tuple[TinyMtpModel, SequenceState], message: str, change: dict
-) -> None:
+def test_failing_propose_changes_nothing(world: tuple[TinyMtpModel, SequenceState], message: str, change: dict) -> None:
     model, seq = world
     args = {"token": 42, "position": 21, "k": 3, "seq": seq, "rank": 0, "mask": None} | change
     before, seq_before, conf = model.clone(), copy.deepcopy(seq), [0.5]

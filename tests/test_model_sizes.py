@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from properties.config import RunConfig
-from properties.fixed_sample import fixed_sample
-from properties.strategies import world_specs
+from properties.worlds.fixed_sample import fixed_sample
+from properties.worlds.strategies import world_specs
 
 
 def test_the_default_is_the_small_model() -> None:

@@ -1,4 +1,4 @@
-"""`properties.gpu` against a stand-in control binary that keeps a log and a control file the way the
+"""`properties.run.gpu` against a stand-in control binary that keeps a log and a control file the way the
 real daemon keeps its pipe; and the nightly's refusal of `--mps` without a GPU."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from nightly.cli import main
-from properties.gpu import LOG_ENV, PIPE_ENV, MpsError, cuda_mps
+from properties.run.gpu import LOG_ENV, PIPE_ENV, MpsError, cuda_mps
 
 FAKE = """#!/bin/sh
 echo "$@ $(cat -) pipe=$CUDA_MPS_PIPE_DIRECTORY" >> "{log}"

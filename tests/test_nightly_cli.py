@@ -21,7 +21,7 @@ from nightly.outputs import OUTPUT_FILES, PACKED, SECTIONS
 from nightly.runner import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
-P1 = "properties/step/test_p1_equivalence.py::test_p1_equivalence[shard1of2]"  # one case of P1 (properties.shards)
+P1 = "properties/step/test_p1_equivalence.py::test_p1_equivalence[shard1of2]"  # one case of P1 (properties.run.shards)
 
 
 def test_a_tiny_cpu_run_writes_every_output_and_packs_the_details(tmp_path: Path) -> None:

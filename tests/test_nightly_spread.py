@@ -15,7 +15,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from nightly.plugin import Slot, apply_plan, seed_case, worker_settings, worker_slot
 from nightly.rounds import Plan
 from nightly.spread import Shard, parse_shard, replays_database, select_tests, share, worker_seed
-from properties.shards import GIVEN_SEED, shard_ids, sharded
+from properties.run.shards import GIVEN_SEED, shard_ids, sharded
 
 NODEIDS = [f"properties/test_p{i}.py::test_{c}" for i in range(1, 9) for c in "ab"]
 

@@ -18,11 +18,11 @@ import torch
 
 import batched.step as literal
 from batched.step import step_mtp_bootstrap_batched
-from properties.checks import outside_scope, outside_weights
-from properties.harness import run_side_by_side
 from properties.impl import REGISTRY, Entry, load, plain
-from properties.specs import SeqSpec, WorldSpec
-from properties.world import base_model
+from properties.sides import outside_scope, outside_weights
+from properties.sides.harness import run_side_by_side
+from properties.worlds.specs import SeqSpec, WorldSpec
+from properties.worlds.world import base_model
 from reference.telemetry import log
 
 SPEC = WorldSpec(seqs=(SeqSpec(slot_idx=0, ssm_slot=0), SeqSpec(slot_idx=1, ssm_slot=1)), bootstrap=(0, 1))

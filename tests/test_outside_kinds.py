@@ -1,5 +1,5 @@
 """Each kind of module state the outside check fingerprints by value: a step that changes it is
-reported, one that only reads it is not (`properties.checks.outside`).
+reported, one that only reads it is not (`properties.sides.outside`).
 
 Every case is a small implementation written to a temporary directory and imported: its modules'
 globals hold the state, its `step` changes it, its `look` only reads it."""
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from properties.checks import outside
+from properties.sides import outside
 
 Make = Callable[[dict[str, str]], str]
 

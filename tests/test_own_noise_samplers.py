@@ -25,7 +25,7 @@ from batched.vector.own_noise import (
 from batched.vector.rows import column, divisors, int_column
 from batched.vector.step import prepare_model
 from properties.impl import load
-from properties.world import build_world
+from properties.worlds.world import build_world
 from reference.penalties import PenaltyParams
 from reference.row_request import RowRequest, RowSampler, distribution, distributions, request_for
 from reference.sampling import SamplingError, cut_scores, processed_row
@@ -33,6 +33,7 @@ from tests.sampler_rows import assert_in_support, grid_row, random_batch, random
 from tests.test_batched_step_mixes import mix, world
 
 SAMPLERS = {"vector-torch": sample_rows_torch_generators, "vector-torch-batch": sample_rows_one_generator}
+
 
 def test_the_registry_entries_are_these_samplers() -> None:
     for name, sampler in SAMPLERS.items():

@@ -1,4 +1,4 @@
-"""The two promote commands share one flow (`properties.regression_files.promote_main`): a promoted
+"""The two promote commands share one flow (`properties.failures.regression_files.promote_main`): a promoted
 case is written, said where it is replayed and checked here now; a case of the same name with other
 contents is refused with exit 2 and a reason, and the kept case is left as it was."""
 
@@ -10,10 +10,10 @@ from types import ModuleType
 
 import pytest
 
-from properties import promote as step_promote
+from properties.failures import promote as step_promote
+from properties.failures.promote import REGRESSIONS
 from properties.generations import promote as generation_promote
 from properties.generations.promote import GENERATION_REGRESSIONS
-from properties.promote import REGRESSIONS
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from nightly.cli import main
-from properties.databases import developer_database, nightly_database
+from properties.run.databases import developer_database, nightly_database
 
 redis = pytest.importorskip("redis", reason="an optional dependency (the dev extra)")
 

@@ -15,12 +15,12 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.world_state import state_buffers
 from properties.config import RunConfig
-from properties.fixed_sample import fixed_sample
-from properties.harness import run_side_by_side
 from properties.impl import load, plain
-from properties.specs import ModelSpec, WorldSpec
-from properties.strategies import world_specs
-from properties.world import build_world, on_device
+from properties.sides.harness import run_side_by_side
+from properties.worlds.fixed_sample import fixed_sample
+from properties.worlds.specs import ModelSpec, WorldSpec
+from properties.worlds.strategies import world_specs
+from properties.worlds.world import build_world, on_device
 
 EXAMPLES = 12
 

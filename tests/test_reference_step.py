@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from properties.fault_kinds import SeqFault
-from properties.faults import FaultyModel
-from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
-from properties.world import World, build_world
+from properties.sides.faults import FaultyModel
+from properties.worlds.fault_kinds import SeqFault
+from properties.worlds.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
+from properties.worlds.world import World, build_world
 from reference.state import FinishReason, SpeculationMode
 from reference.step import step_mtp_bootstrap_per_seq
 from reference.telemetry import LogCapture

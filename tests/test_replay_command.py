@@ -1,4 +1,4 @@
-"""`python -m properties.replay`: a replay file keeps its numerics and dtype, `--device` moves it,
+"""`python -m properties.failures.replay`: a replay file keeps its numerics and dtype, `--device` moves it,
 and the replay runs every check a regression must pass."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from properties import replay
-from properties.promote import REGRESSIONS, load_regression, regression_text
+from properties.failures import replay
+from properties.failures.promote import REGRESSIONS, load_regression, regression_text
 
 
 def _fast_bf16_file(tmp_path: Path) -> Path:

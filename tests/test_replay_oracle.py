@@ -15,11 +15,12 @@ import torch
 
 import batched.step
 from batched.batched_model import BatchedMtpModel
-from properties.checks import forcing, numerics
+from properties import tolerance as numerics
 from properties.checks.compare import check_equivalence
-from properties.harness import run_side_by_side
 from properties.impl import load
-from properties.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
+from properties.sides import forcing
+from properties.sides.harness import run_side_by_side
+from properties.worlds.specs import ModelSpec, SeqSpec, StepSpec, WorldSpec
 from reference import sampling
 from reference.sample_step import sample_for_seq
 

@@ -1,12 +1,12 @@
-"""The replay oracle's row check (`properties.checks.replay_oracle.pairs_beyond`): rows of one shape are
+"""The replay oracle's row check (`properties.sides.replay_oracle.pairs_beyond`): rows of one shape are
 checked in one stacked pass, and stacking changes no verdict: each row keeps its own scale."""
 
 from __future__ import annotations
 
 import torch
 
-from properties.checks.numerics import ROUNDING, differing
-from properties.checks.replay_oracle import RowPair, pairs_beyond
+from properties.sides.replay_oracle import RowPair, pairs_beyond
+from properties.tolerance import ROUNDING, differing
 
 RTOL = ROUNDING["bfloat16"]
 

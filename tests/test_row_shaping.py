@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from properties.row_shaping import cumulative_mass, gap, gumbel
-from properties.specs import ModelSpec, SeqSpec, WorldSpec
-from properties.world import base_model, build_world
+from properties.worlds.row_shaping import cumulative_mass, gap, gumbel
+from properties.worlds.specs import ModelSpec, SeqSpec, WorldSpec
+from properties.worlds.world import base_model, build_world
 from reference.penalties import PenaltyParams
 from reference.sampling import cut_scores, processed_row
 

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from batched.step import greedy_eligible
 from batched.vector.sample import row_classes
 from properties.config import RunConfig
-from properties.specs import StepSpec, WorldSpec
-from properties.strategies import world_specs
-from properties.world import build_world, sched_for
+from properties.worlds.specs import StepSpec, WorldSpec
+from properties.worlds.strategies import world_specs
+from properties.worlds.world import build_world, sched_for
 from reference.eos_hold import presample_hold_for
 from reference.penalties import PositionKind, penalty_params_for
 

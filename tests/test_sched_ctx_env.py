@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from properties.promote import REGRESSIONS, load_regression
-from properties.world import base_model, build_world
+from properties.failures.promote import REGRESSIONS, load_regression
+from properties.worlds.world import base_model, build_world
 from reference.sched_ctx import (
     ENV_DFLASH_UNIFIED_CTX,
     ENV_NO_BATCH_BOOTSTRAP,

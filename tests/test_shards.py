@@ -1,4 +1,4 @@
-"""A property's examples split over pytest cases (`properties.shards`): together at least the
+"""A property's examples split over pytest cases (`properties.run.shards`): together at least the
 profile's count, each case its own examples (under a derandomized profile, the nightly's run seed and
 `--hypothesis-seed`), the same ones again for the same seed."""
 
@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from nightly.rounds import Plan
-from properties import shards
 from properties.config import RunConfig
 from properties.generations import test_p9_generations as p9
-from properties.shards import GIVEN_SEED, case_seed, shard_examples, shard_ids, shard_seed, sharded, start_case
+from properties.run import shards
+from properties.run.shards import GIVEN_SEED, case_seed, shard_examples, shard_ids, shard_seed, sharded, start_case
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def test_each_case_has_its_own_id_and_seed() -> None:
 SHARDED = """
 import json, os
 from hypothesis import given, strategies as st
-from properties.shards import sharded
+from properties.run.shards import sharded
 
 @sharded(3)
 @given(x=st.binary(min_size=16, max_size=16))
@@ -76,7 +76,7 @@ def _seen(pytester: pytest.Pytester, mode: str, seed: int, run: int) -> dict[int
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SEEN", str(path))
         mp.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))  # `nightly`
-        result = pytester.runpytest_subprocess("-p", "properties.plugin", *args, "-q")
+        result = pytester.runpytest_subprocess("-p", "properties.run.plugin", *args, "-q")
     result.assert_outcomes(passed=3)
     out: dict[int, list[str]] = {0: [], 1: [], 2: []}
     for line in path.read_text().splitlines():

@@ -1,4 +1,4 @@
-"""The replay oracle never forces a decision between ids of one head row (`properties.checks.forcing`):
+"""The replay oracle never forces a decision between ids of one head row (`properties.sides.forcing`):
 ids that share an embedding row have one logit in every row any kernel computes, so rounding cannot
 separate them and only the tie rule decides."""
 
@@ -9,11 +9,11 @@ import math
 import pytest
 import torch
 
-from properties.checks.forcing import explain, tied_alike
-from properties.harness import run_side_by_side
 from properties.impl import load
-from properties.side_by_side import SideBySide
-from properties.specs import ModelSpec, SeqSpec, WorldSpec
+from properties.sides.forcing import explain, tied_alike
+from properties.sides.harness import run_side_by_side
+from properties.sides.side_by_side import SideBySide
+from properties.worlds.specs import ModelSpec, SeqSpec, WorldSpec
 from reference.decisions import Decision
 
 

@@ -19,12 +19,12 @@ from batched.vector.step import PER_ROW_FAST_GREEDY_CALLS, step_mtp_bootstrap_ve
 from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
-from properties.harness import run_side_by_side
+from properties.failures.report import format_report
 from properties.impl import load
-from properties.report import format_report
-from properties.side_by_side import SideBySide
-from properties.specs import FaultSpec, ModelSpec, StepSpec
-from properties.world import World, build_world
+from properties.sides.harness import run_side_by_side
+from properties.sides.side_by_side import SideBySide
+from properties.worlds.specs import FaultSpec, ModelSpec, StepSpec
+from properties.worlds.world import World, build_world
 from reference.errors import ModelError
 from reference.model.kernels import bits_equal
 from tests.test_batched_step_mixes import CASES, GREEDY4, MIXED, mix, world

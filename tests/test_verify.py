@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from properties.fault_kinds import SeqFault
-from properties.faults import FaultyModel
+from properties.sides.faults import FaultyModel
+from properties.worlds.fault_kinds import SeqFault
 from reference.engine import Engine, engine_step, submit
 from reference.grammar import REGEX_EMAIL
 from reference.model.config import ModelConfig

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from properties import verify
-from properties.gpu import PIPE_ENV
-from properties.verify import mps_wanted, workers
+from properties.run import verify
+from properties.run.gpu import PIPE_ENV
+from properties.run.verify import mps_wanted, workers
 
 
 def test_auto_is_one_worker_per_core_on_the_cpu_and_a_count_is_taken_as_given() -> None:

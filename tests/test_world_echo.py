@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import torch
 
-from properties.specs import ModelSpec, SeqSpec, WorldSpec
-from properties.world import build_world
+from properties.worlds.specs import ModelSpec, SeqSpec, WorldSpec
+from properties.worlds.world import build_world
 
 MODEL = ModelSpec()
 

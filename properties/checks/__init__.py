@@ -14,7 +14,7 @@ WHERE = {
     "check_calls": "properties.checks.calls",
     "check_failures_explained": "properties.checks.calls",
     "check_logs": "properties.checks.logs",
-    "Mismatch": "properties.checks.mismatch",
+    "Mismatch": "properties.sides.mismatch",
 }
 __all__ = sorted(WHERE)
 

@@ -1,4 +1,4 @@
-"""The call check (P3): the implementation's model calls against the plan (`properties.checks.call_plan`):
+"""The call check (P3): the implementation's model calls against the plan (`properties.sides.call_plan`):
 one decode_batch of the rows in slot order with their last tokens; no per-sequence decode;
 argmax_batch once exactly when two or more rows are eligible; the stash of all rows exactly when a
 row proposes; the groups the plan forms, with their inputs; per-sequence fallbacks for the rest;
@@ -7,12 +7,12 @@ translated for the reference matching the plan."""
 
 from __future__ import annotations
 
-from properties.checks.call_plan import fallback_rows, group_inputs
-from properties.checks.mismatch import Mismatch, expect
-from properties.fault_kinds import BAD_ROWS, Call
-from properties.harness import envelope
-from properties.side_by_side import SideBySide
-from properties.translate import explained
+from properties.sides.call_plan import fallback_rows, group_inputs
+from properties.sides.harness import envelope
+from properties.sides.mismatch import Mismatch, expect
+from properties.sides.side_by_side import SideBySide
+from properties.sides.translate import explained
+from properties.worlds.fault_kinds import BAD_ROWS, Call
 
 
 def _calls(sbs: SideBySide, op: str) -> list[Call]:

@@ -6,7 +6,7 @@ model's whole persistent state (`properties.checks.world_state`: every KV block 
 sampling config, the step's index list and the once-per-process telemetry keys; only the scratch
 buffers are left out. Exact numerics: all of it bit-equal. Fast numerics: continuous values within
 rounding, and the implementation's own numbers and every decision it made on them held to the
-replay oracle (`properties.checks.replay_oracle`); discrete decisions it took otherwise were forced onto
+replay oracle (`properties.sides.replay_oracle`); discrete decisions it took otherwise were forced onto
 the reference by the harness only where that oracle explains them. Registered differences D1 and
 D4 are checked, not skipped: where they apply, the implementation must show the documented outcome.
 """
@@ -17,13 +17,13 @@ from dataclasses import fields
 from typing import Any
 
 from properties.checks.differences import d1_slots, expected_confidences
-from properties.checks.forcing import top_ids_explained
 from properties.checks.logs import expected_once_keys
-from properties.checks.mismatch import Mismatch, short
-from properties.checks.numerics import differing, rounding
-from properties.checks.replay_oracle import own_draw_mismatches, replay_mismatches, row_mismatches
 from properties.checks.world_state import Owners, compare_buffers
-from properties.side_by_side import SideBySide
+from properties.sides.forcing import top_ids_explained
+from properties.sides.mismatch import Mismatch, short
+from properties.sides.replay_oracle import own_draw_mismatches, replay_mismatches, row_mismatches
+from properties.sides.side_by_side import SideBySide
+from properties.tolerance import differing, rounding
 from reference.state import ActiveSeq
 
 # Which behaviour ids a differing field points at.

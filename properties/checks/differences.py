@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from properties.side_by_side import SideBySide
+    from properties.sides.side_by_side import SideBySide
 
 
 @dataclass(slots=True, frozen=True)

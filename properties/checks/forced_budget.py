@@ -1,7 +1,7 @@
 """The near-tie budget: a test whose side-by-side runs had more than the run's budget
 (`RunConfig.forced_budget`, default 1 %) of the reference's decisions forced onto the
 implementation's choice fails, even where every forced decision was explained by rounding; the
-plugin (`properties.plugin`) applies it to each test.
+plugin (`properties.run.plugin`) applies it to each test.
 
 Each forced decision is a place the comparison could not check the implementation's choice against
 the reference's; a few are what kernels that round differently produce, many mean the comparison

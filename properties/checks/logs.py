@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from properties.checks.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
-from properties.checks.mismatch import Mismatch, expect
+from properties.sides.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
+from properties.sides.mismatch import Mismatch, expect
 
 if TYPE_CHECKING:
-    from properties.side_by_side import SideBySide
+    from properties.sides.side_by_side import SideBySide
 
 
 def expected_logs(sbs: SideBySide) -> Counter[tuple[str, str]]:

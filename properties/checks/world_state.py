@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-from properties.checks.numerics import differing
+from properties.tolerance import differing
 from reference.model.kernels import bits_equal
 from reference.model.model import TinyMtpModel
 from reference.state import ActiveSeq
@@ -182,7 +182,7 @@ def first_difference(
 def _differing(b: torch.Tensor, r: torch.Tensor, m: torch.Tensor, rtol: float) -> torch.Tensor:
     """Bool mask of differing elements: bitwise where rtol = 0 or in a unit (last dimension: one
     head's key or value vector, an SSM state row) the reference left bit-identical to `b`; within
-    the rounding tolerance (`properties.checks.numerics.differing`) in a unit it wrote. Written or kept is
+    the rounding tolerance (`properties.tolerance.differing`) in a unit it wrote. Written or kept is
     decided per unit, not per element: a written value may round back to the old one in a few
     elements (bf16 keeps 8 bits), never in a whole unit."""
     exact = differing(r, m, 0.0)

@@ -20,19 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from batched.gate import can_batch_bootstrap
-from properties.checks.forcing import forced_round
-from properties.checks.mismatch import Mismatch
-from properties.fault_kinds import Call
-from properties.faults import FaultyModel
 from properties.generations.oracle import Forced, Trace, VerifyRows, divergences, trace_of
 from properties.generations.reach import Reach
 from properties.generations.spec import GenerationSpec
-from properties.harness import MAX_ROUNDS, decisions, envelope, masked_tokens, plan_of, run_guarded, run_step
 from properties.impl import Impl
-from properties.side_by_side import ForcedDecision, Side, SideBySide
-from properties.specs import FaultSpec
-from properties.translate import Envelope, Translation, translate
-from properties.world import World, copy_seq
+from properties.sides.faults import FaultyModel
+from properties.sides.forcing import forced_round
+from properties.sides.harness import MAX_ROUNDS, decisions, envelope, masked_tokens, plan_of, run_guarded, run_step
+from properties.sides.mismatch import Mismatch
+from properties.sides.side_by_side import ForcedDecision, Side, SideBySide
+from properties.sides.translate import Envelope, Translation, translate
+from properties.worlds.fault_kinds import Call
+from properties.worlds.specs import FaultSpec
+from properties.worlds.world import World, copy_seq
 from reference.decisions import DecisionKey, DecisionLog
 from reference.engine import Engine, StepRecord, engine_step
 from reference.step import step_mtp_bootstrap_per_seq
@@ -157,7 +157,7 @@ def bootstrap_impl(  # type: ignore[no-untyped-def]
     verify_ctx,
 ) -> None:
     """The dispatch with the implementation under test, `plan` injected, into `boot`: its calls,
-    rows and drafter rows (`properties.harness.run_step`), what it changed outside its world, and
+    rows and drafter rows (`properties.sides.harness.run_step`), what it changed outside its world, and
     the states of the requests it bootstrapped through the implementation (`reach`)."""
     before = world_before(spec, model, active, sched, idxs, ladder_nd, verify_ctx)
     boot.env = envelope(before)

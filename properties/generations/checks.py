@@ -20,8 +20,6 @@ from typing import Any
 import torch
 
 from properties.checks.compare import REPLAYED, check_fresh_checkpoint, seq_fields, shape_of, values_equal
-from properties.checks.mismatch import Mismatch, short
-from properties.checks.numerics import differing, rounding
 from properties.checks.world_state import (
     BUFFER_IDS,
     BufferDiff,
@@ -31,6 +29,8 @@ from properties.checks.world_state import (
     state_buffers,
 )
 from properties.generations.resources import resource_counts
+from properties.sides.mismatch import Mismatch, short
+from properties.tolerance import differing, rounding
 from reference.engine import Engine, Finished, StepRecord
 from reference.model.kernels import bits_equal
 from reference.model.model import TinyMtpModel
@@ -249,5 +249,3 @@ def fast_buffers(
                 BufferDiff("ckpt_pos", f"ckpt_pos slot {slot}", 1, str(pr), str(pm), BUFFER_IDS["ckpt_pos"], slot_of)
             )
     return out
-
-

@@ -5,7 +5,7 @@ kernels than the loop engine, and its caches then hold values that differ by rou
 decode of the request (its bootstraps and verifies) reads them. The solo decode computes one row at a
 time where the engines prefill a prompt or verify k + 1 tokens in one pass. So a discrete decision
 may legitimately differ near a tie, in a bootstrap, in a verify or against the solo decode. The rule
-is the single-step one (`properties.checks.replay_oracle`), applied to every token decision of a generation:
+is the single-step one (`properties.sides.replay_oracle`), applied to every token decision of a generation:
 
 - bootstrap: the implementation's decisions are replayed on its own rows (`replay_mismatches`), its
   rows held to the loop engine's (`row_mismatches`), and a decision it took otherwise is forced onto
@@ -32,11 +32,11 @@ import torch
 
 from properties import counters
 from properties.checks.forced_budget import over_budget as budget_exceeded
-from properties.checks.forcing import explain, top_ids_explained
-from properties.checks.mismatch import Mismatch
-from properties.checks.numerics import differing, rounding, row_difference
-from properties.checks.replay_oracle import CUT_KINDS, replay_of
-from properties.side_by_side import ForcedDecision, Replay
+from properties.sides.forcing import explain, top_ids_explained
+from properties.sides.mismatch import Mismatch
+from properties.sides.replay_oracle import CUT_KINDS, replay_of
+from properties.sides.side_by_side import ForcedDecision, Replay
+from properties.tolerance import differing, rounding, row_difference
 from reference.decisions import Decision, DecisionLog
 from reference.engine import VerifyFn
 from reference.request import Request
@@ -156,7 +156,7 @@ def trace_of(rows: dict[tuple[int, int], torch.Tensor], records: list[Decision])
 
 
 def bootstrap_trace(sbs: Any, impl: bool) -> Trace:
-    """The token decisions of a side-by-side bootstrap (`properties.harness.SideBySide`), for the
+    """The token decisions of a side-by-side bootstrap (`properties.sides.harness.SideBySide`), for the
     implementation (its rows, its decisions replayed on them) or the reference (its rows and
     records)."""
     out: Trace = {}

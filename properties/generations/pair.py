@@ -31,13 +31,8 @@ import torch
 from batched.batched_model import BatchedMtpModel
 from properties.checks.calls import check_calls
 from properties.checks.logs import check_logs
-from properties.checks.mismatch import Mismatch
-from properties.checks.numerics import rounding
-from properties.checks.replay_oracle import replay_mismatches
-from properties.checks.replay_oracle import row_mismatches as boot_row_mismatches
 from properties.checks.world_state import Owners
 from properties.config import DEFAULT_REPLAYS
-from properties.fault_kinds import BAD_ROWS
 from properties.generations.bootstraps import ImplBoot, RefRound, Settling, bootstrap_impl, settle_reference
 from properties.generations.checks import StepView, compare_engines
 from properties.generations.counts import PairStats
@@ -48,9 +43,14 @@ from properties.generations.resources import check_resources
 from properties.generations.solo import SoloChecks
 from properties.generations.spec import Action, GenerationSpec, RequestSpec, Script
 from properties.impl import Impl
-from properties.side_by_side import ForcedDecision
-from properties.specs import FaultSpec
-from properties.world import model_config, sched_for, shared_weights
+from properties.sides.mismatch import Mismatch
+from properties.sides.replay_oracle import replay_mismatches
+from properties.sides.replay_oracle import row_mismatches as boot_row_mismatches
+from properties.sides.side_by_side import ForcedDecision
+from properties.tolerance import rounding
+from properties.worlds.fault_kinds import BAD_ROWS
+from properties.worlds.specs import FaultSpec
+from properties.worlds.world import model_config, sched_for, shared_weights
 from reference.decisions import Decision, DecisionLog
 from reference.engine import Engine, StepRecord, abort, engine_step, submit
 from reference.model.config import ModelConfig

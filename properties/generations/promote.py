@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from properties.failures.regression_files import promote_main, promote_parser, write_case
 from properties.generations.replay import read_script
 from properties.generations.run import run_script
 from properties.generations.spec import Script
 from properties.impl import DEFAULT_IMPL, load
-from properties.regression_files import promote_main, promote_parser, write_case
 
 GENERATION_REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from properties.fault_kinds import Call
+from properties.worlds.fault_kinds import Call
 from reference.engine import Engine, StepRecord
 
 Entry = tuple[str, int]  # ("ckpt_pos", slot) or ("ssm.ckpt", SSM slot)

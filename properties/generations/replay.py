@@ -24,9 +24,7 @@ def read_script(path: Path) -> Script:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("script", type=Path, help="a generation script written by a failing P9 run")
-    parser.add_argument(
-        "--impl", default=DEFAULT_IMPL, help=impl_help()
-    )
+    parser.add_argument("--impl", default=DEFAULT_IMPL, help=impl_help())
     args = parser.parse_args(argv)
     try:
         script = read_script(args.script)

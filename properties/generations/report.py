@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from properties.checks.mismatch import Mismatch
+from properties.failures.report import first_differences, save_json
+from properties.failures.report import replay_command as report_replay_command
 from properties.generations.pair import EnginePair
 from properties.generations.spec import Script
-from properties.report import first_differences, save_json
-from properties.report import replay_command as report_replay_command
-from properties.specs import changed_fields
+from properties.sides.mismatch import Mismatch
+from properties.worlds.specs import changed_fields
 
 
 def save_script(script: Script, folder: Path) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from properties.checks.mismatch import Mismatch
+from properties.sides.mismatch import Mismatch
 from reference.engine import Engine
 
 

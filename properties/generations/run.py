@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from properties.checks.mismatch import Mismatch
 from properties.config import DEFAULT_REPLAYS
 from properties.generations.pair import EnginePair
 from properties.generations.spec import Action, Script
 from properties.impl import Impl
+from properties.sides.mismatch import Mismatch
 
 
 @dataclass(slots=True)

@@ -11,7 +11,6 @@ from typing import Any
 
 import torch
 
-from properties.checks.mismatch import Mismatch
 from properties.generations.counts import PairStats
 from properties.generations.oracle import (
     Forced,
@@ -24,7 +23,8 @@ from properties.generations.oracle import (
 )
 from properties.generations.solo_checks import check_solo, solo_rows
 from properties.generations.spec import GenerationSpec
-from properties.side_by_side import ForcedDecision
+from properties.sides.mismatch import Mismatch
+from properties.sides.side_by_side import ForcedDecision
 from reference.decisions import Decision, DecisionKey, DecisionLog
 from reference.engine import Engine, Finished
 from reference.model.config import ModelConfig

@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
-from properties.checks.mismatch import Mismatch, short
-from properties.checks.numerics import differing, rounding, row_difference
 from properties.generations.checks import result_equal
 from properties.generations.oracle import Taken
+from properties.sides.mismatch import Mismatch, short
+from properties.tolerance import differing, rounding, row_difference
 from reference.engine import Finished
 from reference.solo import SoloResult
 

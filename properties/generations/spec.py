@@ -8,15 +8,15 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from properties.grammars import SPECS as GRAMMAR_SPECS
-from properties.specs import FaultSpec, ModelSpec, StepSpec, changed_fields
+from properties.worlds.grammars import SPECS as GRAMMAR_SPECS
+from properties.worlds.specs import FaultSpec, ModelSpec, StepSpec, changed_fields
 from reference.request import Request
 from reference.vocab import EOS_ID, REASONING_END_ID, TOOL_CALL_END_ID
 
 
 @dataclass(slots=True, frozen=True)
 class RequestSpec:
-    """One request. `grammar` names a ready-made grammar (`properties.grammars`); `eos` False: no
+    """One request. `grammar` names a ready-made grammar (`properties.worlds.grammars`); `eos` False: no
     EOS ids (a grammar then finishes by terminating); `tool_call_end` / `reasoning`: the request
     has the vocabulary's tool-call-end / reasoning-end token; `stop_at`: before it is added, the
     request gets as stop id the token its own solo decode emits at that output index (so that a

@@ -12,10 +12,10 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
-from properties.fault_kinds import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
-from properties.fault_plans import in_place_edits
 from properties.generations.spec import GenerationSpec, RequestSpec
-from properties.specs import FaultSpec, ModelSpec, StepSpec
+from properties.worlds.fault_kinds import ALTERNATES, BATCHED_STEP_OPS, ONCE_PER_STEP
+from properties.worlds.fault_plans import in_place_edits
+from properties.worlds.specs import FaultSpec, ModelSpec, StepSpec
 
 GRAMMARS = ("regex", "ebnf", "json")
 # Tokens of a prompt: plain tokens present in every vocabulary the strategies use.

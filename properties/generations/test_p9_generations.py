@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from properties.behaviours import covers
-from properties.checks.mismatch import Mismatch
 from properties.config import RunConfig
 from properties.generations.counts import PairStats
 from properties.generations.oracle import budget_text, over_budget
@@ -31,11 +30,12 @@ from properties.generations.report import format_generation_report
 from properties.generations.run import run_script
 from properties.generations.spec import RequestSpec
 from properties.generations.strategies import fault_specs, generation_specs, request_specs
-from properties.shards import running_seed, shard_examples, shard_ids, shard_seed
-from properties.specs import FaultSpec
+from properties.run.shards import running_seed, shard_examples, shard_ids, shard_seed
+from properties.sides.mismatch import Mismatch
+from properties.worlds.specs import FaultSpec
 
 MAX_LIVE = 6  # requests waiting or running at once
-SHARDS = 6  # cases the profile's examples are split over, each a worker's (properties.shards)
+SHARDS = 6  # cases the profile's examples are split over, each a worker's (properties.run.shards)
 ABORT_PICKS = 4 * MAX_LIVE
 # Every finished example adds its counts here (read by `properties.generations.figures`).
 TOTALS: list[PairStats] = []
@@ -155,7 +155,7 @@ def test_p9_generations(run: RunConfig, shard: int) -> None:
     start = len(TOTALS)
     run_state_machine_as_test(machine(run, shard), settings=p9_settings(SHARDS))
     # The near-tie budget holds over the cases together (the plugin sums their counts,
-    # `properties.shard_budget`); this case's forced decisions are printed for a failure's report.
+    # `properties.run.shard_budget`); this case's forced decisions are printed for a failure's report.
     print(budget_text([s.tally for s in TOTALS[start:]], run.forced_budget))
 
 

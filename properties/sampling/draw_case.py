@@ -29,8 +29,8 @@ from properties.sampling.draw_worlds import base_world
 from properties.sampling.sampler_draws import collect_sampler
 from properties.sampling.statistics import FAMILY_RATE, GofResult
 from properties.sampling.step_draws import Draws, collect
-from properties.specs import WorldSpec, compact
-from properties.world import build_world
+from properties.worlds.specs import WorldSpec, compact
+from properties.worlds.world import build_world
 
 TRIPLES = 6  # triples of copies per source and call (`properties.sampling.step_draws`)
 CALLS = 24  # calls per case: 432 independent draws a source, 144 pairs of each kind

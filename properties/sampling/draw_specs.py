@@ -7,7 +7,7 @@ top-p cuts that keep one token included); otherwise it takes parameters that kee
 with real mass, on which a wrong draw shows: a row that keeps one token tests the support alone. One
 world in six has a vocabulary of a serving model's size (32000 ids on the CPU, 129280 on a GPU), so
 that the samplers' paths for wide rows (chunked sorts, 16-bit packing, vectorized tails) are drawn
-too. Ties (tied embedding rows) and hairs (`properties.row_shaping`) come from the generators, in
+too. Ties (tied embedding rows) and hairs (`properties.worlds.row_shaping`) come from the generators, in
 every numerics mode.
 """
 
@@ -18,11 +18,11 @@ import dataclasses
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
-from properties.draws import ONE_IN_4
-from properties.model_strategies import model_specs
-from properties.seq_strategies import TEMPERATURES, TOP_KS, TOP_PS
-from properties.specs import SeqSpec, WorldSpec
-from properties.strategies import STEP_SPECS, world_specs
+from properties.worlds.draws import ONE_IN_4
+from properties.worlds.model_strategies import model_specs
+from properties.worlds.seq_strategies import TEMPERATURES, TOP_KS, TOP_PS
+from properties.worlds.specs import SeqSpec, WorldSpec
+from properties.worlds.strategies import STEP_SPECS, world_specs
 
 MAX_N = 6  # the world's own sequences: the copies are the draws, the rest only the batch around them
 MAX_SOURCES = 2

@@ -21,9 +21,9 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from properties.row_shaping import FIRST_PLAIN_TOKEN
-from properties.specs import WorldSpec
-from properties.world import World, build_world, copy_seq
+from properties.worlds.row_shaping import FIRST_PLAIN_TOKEN
+from properties.worlds.specs import WorldSpec
+from properties.worlds.world import World, build_world, copy_seq
 from reference.model.state import CacheState
 from reference.state import ActiveSeq, AdaptiveSpeculation, SequenceState, SpeculationMode
 

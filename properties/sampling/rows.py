@@ -1,13 +1,13 @@
 """Sampled rows from generated worlds: the logits row the reference step decodes for one bootstrapped
 sequence, with the request its sampling makes (`reference.row_request.request_for`).
 
-A world comes from the suite's own strategies (`properties.strategies.world_specs`, the sampled
-parameters from `properties.seq_strategies`), so its rows have the generators' penalties, EOS holds,
+A world comes from the suite's own strategies (`properties.worlds.strategies.world_specs`, the sampled
+parameters from `properties.worlds.seq_strategies`), so its rows have the generators' penalties, EOS holds,
 grammars, echoed histories, tied weights and near ties (a top-p set on a cumulative boundary,
-`properties.row_shaping`). One bootstrapped sequence is chosen; a greedy one is given the generators'
+`properties.worlds.row_shaping`). One bootstrapped sequence is chosen; a greedy one is given the generators'
 sampled parameters (temperature, top-k, top-p and, in exact numerics, a near tie), so penalised, held
 and grammar rows are sampled too, and the step's `force_temp_zero` is off. The reference step then
-runs on the world as `properties.harness` runs it, and the row its model decoded for that sequence
+runs on the world as `properties.sides.harness` runs it, and the row its model decoded for that sequence
 is captured.
 """
 
@@ -22,12 +22,12 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
-from properties.faults import FaultyModel
-from properties.harness import run_step
-from properties.seq_strategies import NEAR_TIES, TEMPERATURES, TOP_KS, TOP_PS
-from properties.specs import SeqSpec, WorldSpec
-from properties.strategies import STEP_SPECS, world_specs
-from properties.world import build_world
+from properties.sides.faults import FaultyModel
+from properties.sides.harness import run_step
+from properties.worlds.seq_strategies import NEAR_TIES, TEMPERATURES, TOP_KS, TOP_PS
+from properties.worlds.specs import SeqSpec, WorldSpec
+from properties.worlds.strategies import STEP_SPECS, world_specs
+from properties.worlds.world import build_world
 from reference.row_request import RowRequest, distribution, request_for
 from reference.sampling import SamplingError
 from reference.step import step_mtp_bootstrap_per_seq

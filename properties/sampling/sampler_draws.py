@@ -9,7 +9,7 @@ once, the sources' rows interleaved in blocks, each copy with the request the re
 so a case draws many more tokens per row than a step's case does.
 
 The declared sampler is a fast path only: every token a step with a declared sampler emits is held to
-the sampler's token on the same row and request (`properties.checks.own_noise`), so the step's own
+the sampler's token on the same row and request (`properties.sides.own_noise`), so the step's own
 draws inherit what this case shows of the sampler.
 """
 
@@ -20,11 +20,11 @@ from collections.abc import Sequence
 
 import torch
 
-from properties.faults import FaultyModel
-from properties.harness import run_step
 from properties.sampling.draw_worlds import Copy, copied
 from properties.sampling.step_draws import Draw, Draws, Role, plan_call, row_key
-from properties.world import World
+from properties.sides.faults import FaultyModel
+from properties.sides.harness import run_step
+from properties.worlds.world import World
 from reference.row_request import RowRequest, RowSampler, request_for
 from reference.sampling import SamplingError
 from reference.state import ActiveSeq

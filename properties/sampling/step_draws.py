@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from properties.faults import FaultyModel
-from properties.harness import run_step
 from properties.impl import Impl
 from properties.sampling.draw_worlds import Copy, draw_world
-from properties.world import World, copy_seq
+from properties.sides.faults import FaultyModel
+from properties.sides.harness import run_step
+from properties.worlds.world import World, copy_seq
 from reference.row_request import RowRequest, request_for
 
 SEED_BITS = 63  # seeds an engine accepts: non-negative 64-bit integers

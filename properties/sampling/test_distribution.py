@@ -2,7 +2,7 @@
 
 An implementation may declare its step's sampler (`ROW_SAMPLER`, `properties.impl`). Every token
 its step emits is then held to that sampler's token on the same row and request
-(`properties.checks.own_noise`), so the sampler can be tested alone, where draws are cheap: the rows
+(`properties.sides.own_noise`), so the sampler can be tested alone, where draws are cheap: the rows
 the reference decodes for a generated world's sampled sequences, many copies of each in one call,
 the sources' rows side by side, with 63-bit seeds, partners sharing a seed's low 32 bits or one
 position later, and twins (`properties.sampling.sampler_draws`), judged by the same oracles as the
@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
+from properties.failures.report import replay_command, save_json
 from properties.impl import Impl
-from properties.report import replay_command, save_json
 from properties.sampling.draw_case import collect_case, judge, report, sampler_case, statistical_tests
 from properties.sampling.draw_specs import draw_specs
 from properties.sampling.statistics import row_alpha

@@ -2,7 +2,7 @@
 Alone, at another row, beside other requests, in a batch of another size: the same token, exactly.
 
 The fast path of `test_step_invariance` for an implementation that declares its step's sampler
-(`Impl.sampler`; its step's tokens are held to it, `properties.checks.own_noise`), on rows with
+(`Impl.sampler`; its step's tokens are held to it, `properties.sides.own_noise`), on rows with
 exact ties within and across rows; skipped for one that declares none. The reference's own sampler
 is held to the same claim by the suite's self test (`properties/self_tests/test_reference_sampler.py`).
 """
@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.config import RunConfig
-from properties.strategies import world_specs
-from properties.world import build_world
+from properties.worlds.strategies import world_specs
+from properties.worlds.world import build_world
 from reference.row_request import RowRequest, RowSampler, request_for
 from reference.sampling import SamplingError
 

@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.config import RunConfig
+from properties.failures.report import replay_command, save_json
 from properties.impl import DEFAULT_IMPL, impl_help, load
-from properties.report import replay_command, save_json
 from properties.sampling.draw_case import DrawCase, calls_for, collect_case, judge, report, statistical_tests
 from properties.sampling.draw_specs import draw_specs
 from properties.sampling.statistics import row_alpha

@@ -29,7 +29,7 @@ from properties.sampling.draw_checks import Distributions, support_faults, twin_
 from properties.sampling.draw_specs import draw_specs
 from properties.sampling.draw_worlds import base_world
 from properties.sampling.step_draws import Arrangement, Draw, plan_call, run_call
-from properties.specs import WorldSpec, compact
+from properties.worlds.specs import WorldSpec, compact
 
 TRIPLES = 2  # triples of copies per source: 14 copies a world at most
 GROUP_CAPS = st.sampled_from((1, 2, 3, 8))

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from properties.behaviours import covers
-from properties.gate_worlds import CLAUSES, expected_gate, gate, gate_inputs, passing_gate_inputs, violate
+from properties.worlds.gate_worlds import CLAUSES, expected_gate, gate, gate_inputs, passing_gate_inputs, violate
 
 pytestmark = pytest.mark.self_test
 

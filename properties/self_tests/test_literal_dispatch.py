@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from batched.dispatch import step_mtp_bootstrap
 from properties.behaviours import covers
 from properties.config import RunConfig
-from properties.dispatch_checks import check_dispatch, gate_of
-from properties.gate_worlds import corner_worlds, dispatch_specs
 from properties.impl import load
-from properties.shards import sharded
-from properties.specs import WorldSpec
+from properties.run.shards import sharded
+from properties.step.dispatch_check import check_dispatch, gate_of
+from properties.worlds.gate_worlds import corner_worlds, dispatch_specs
+from properties.worlds.specs import WorldSpec
 
 pytestmark = pytest.mark.self_test
 LITERAL = load("literal")  # the seed's literal batched step, whatever --impl names

@@ -1,12 +1,12 @@
 """The promoted failures are there: `properties/step/regressions/` holds at least one case (written by
-`python -m properties.promote`), which `properties/step/test_regressions.py` replays against the
+`python -m properties.failures.promote`), which `properties/step/test_regressions.py` replays against the
 implementation under test."""
 
 from __future__ import annotations
 
 import pytest
 
-from properties.promote import REGRESSIONS
+from properties.failures.promote import REGRESSIONS
 
 pytestmark = pytest.mark.self_test
 

@@ -25,10 +25,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batched.vector.model import VectorMtpModel
-from properties.aimed_worlds import ahead_cases
 from properties.config import RunConfig
-from properties.specs import WorldSpec
-from properties.world import World, build_world
+from properties.worlds.aimed_worlds import ahead_cases
+from properties.worlds.specs import WorldSpec
+from properties.worlds.world import World, build_world
 from reference.errors import ModelError
 from reference.model.kernels import argmax_rows
 

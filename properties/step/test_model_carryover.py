@@ -19,13 +19,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.aimed_worlds import world_pairs
 from properties.checks.compare import check_equivalence, seq_fields, values_equal
 from properties.config import RunConfig
-from properties.harness import checked_side_by_side
 from properties.impl import Impl
-from properties.shards import sharded
-from properties.world import World, build_world
+from properties.run.shards import sharded
+from properties.sides.harness import checked_side_by_side
+from properties.worlds.aimed_worlds import world_pairs
+from properties.worlds.world import World, build_world
 
 
 def run_step(impl: Impl, world: World) -> None:

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
-from properties.harness import checked_side_by_side
-from properties.shards import sharded
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.run.shards import sharded
+from properties.sides.harness import checked_side_by_side
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
 
 
 # What P1 kills in the measured matrix (docs/coverage-matrix.md): group cap, group outcomes, the

@@ -1,5 +1,5 @@
 """P1 at serving sizes: mixes past 16 and 64 rows, sequence and SSM slots past 64 and 256, token ids
-past 32767 and 65535 (`properties.wide_worlds.wide_world_specs`), with faults over every row. The
+past 32767 and 65535 (`properties.worlds.wide_worlds.wide_world_specs`), with faults over every row. The
 other properties keep examples small, which never passes a row tile of 16, a 64-bit slot mask, an
 8-bit slot id or a 16-bit token; here the whole check runs on one example: the world, the calls and
 the logs. A fifth of the profile's examples: each costs a few small ones."""
@@ -14,9 +14,9 @@ from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import checked_side_by_side
-from properties.specs import WorldSpec
-from properties.wide_worlds import wide_world_specs
+from properties.sides.harness import checked_side_by_side
+from properties.worlds.specs import WorldSpec
+from properties.worlds.wide_worlds import wide_world_specs
 
 
 @covers("P1 equivalence", "B1", "B2", "B6", "B8", "B10", "B13", "B16", "B19", "B23")

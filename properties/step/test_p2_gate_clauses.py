@@ -2,7 +2,7 @@
 its batched step, a world where every gate clause holds runs the implementation alone, and one where
 a single clause of G1-G7 is violated at its boundary (one sequence, a dispatch cap of 1, a stash one
 row short) runs the per-sequence loop alone (G8); either way the world must equal the reference's.
-`properties.gate_worlds.corner_worlds` opens the gate in seven worlds of sixteen, so that a wrong
+`properties.worlds.gate_worlds.corner_worlds` opens the gate in seven worlds of sixteen, so that a wrong
 implementation meets the worlds it must bootstrap.
 
 The gate's clauses alone (G1-G7) are the suite's own code, checked in `properties/self_tests/`."""
@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.config import RunConfig
-from properties.dispatch_checks import check_dispatch, implementation_dispatch
-from properties.gate_worlds import corner_worlds
-from properties.shards import sharded
+from properties.run.shards import sharded
+from properties.step.dispatch_check import check_dispatch, implementation_dispatch
+from properties.worlds.gate_worlds import corner_worlds
 
 
 @covers("P2 gate and dispatch", "G8")

@@ -11,10 +11,10 @@ from properties.behaviours import covers
 from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.config import RunConfig
-from properties.harness import checked_side_by_side
-from properties.shards import sharded
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.run.shards import sharded
+from properties.sides.harness import checked_side_by_side
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
 
 
 @covers(

@@ -13,15 +13,15 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from properties.aimed_worlds import greedy_worlds
 from properties.behaviours import covers
 from properties.checks.calls import check_calls
 from properties.checks.compare import check_equivalence
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.harness import checked_side_by_side
-from properties.shards import sharded
-from properties.specs import WorldSpec
+from properties.run.shards import sharded
+from properties.sides.harness import checked_side_by_side
+from properties.worlds.aimed_worlds import greedy_worlds
+from properties.worlds.specs import WorldSpec
 
 
 @covers("P4 faults", "B4", "B5", "B6", "B7", "B8", "B9")

@@ -11,14 +11,14 @@ from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.checks.compare import check_equivalence
-from properties.checks.mismatch import Mismatch
 from properties.config import RunConfig
-from properties.fault_plans import fault_specs
-from properties.harness import checked_side_by_side
-from properties.shards import sharded
-from properties.side_by_side import SideBySide
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.run.shards import sharded
+from properties.sides.harness import checked_side_by_side
+from properties.sides.mismatch import Mismatch
+from properties.sides.side_by_side import SideBySide
+from properties.worlds.fault_plans import fault_specs
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
 
 
 def check_nothing_lost(sbs: SideBySide) -> list[Mismatch]:

@@ -14,13 +14,13 @@ from properties.checks.compare import check_equivalence
 from properties.checks.differences import expected_confidences
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.fault_kinds import SeqFault
-from properties.harness import run_reference, run_side_by_side
-from properties.report import format_report
-from properties.shards import sharded
-from properties.specs import FaultSpec, WorldSpec
-from properties.strategies import world_specs
-from properties.translate import Translation
+from properties.failures.report import format_report
+from properties.run.shards import sharded
+from properties.sides.harness import run_reference, run_side_by_side
+from properties.sides.translate import Translation
+from properties.worlds.fault_kinds import SeqFault
+from properties.worlds.specs import FaultSpec, WorldSpec
+from properties.worlds.strategies import world_specs
 
 
 def clean(spec: WorldSpec) -> WorldSpec:
@@ -33,9 +33,7 @@ def proposing(spec: WorldSpec, group_cap: int) -> WorldSpec:
     row proposes: a row whose greedy token is its EOS (in a tied model EOS shares its embedding row
     with the next ids) or a stop id would finish instead."""
     seqs = tuple(
-        replace(
-            s, spec="on", max_tokens_left=12, grammar=None, temperature=0.0, min_tokens=s.n_out + 2, stop_ids=()
-        )
+        replace(s, spec="on", max_tokens_left=12, grammar=None, temperature=0.0, min_tokens=s.n_out + 2, stop_ids=())
         for s in spec.seqs
     )
     return replace(

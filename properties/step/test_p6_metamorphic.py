@@ -19,14 +19,14 @@ from hypothesis import strategies as st
 
 from properties.behaviours import covers
 from properties.checks.compare import check_equivalence, seq_fields, values_equal
-from properties.checks.numerics import differing, rounding, row_difference
-from properties.checks.replay_oracle import emitted
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
-from properties.shards import sharded
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.failures.report import format_report
+from properties.run.shards import sharded
+from properties.sides.harness import run_side_by_side
+from properties.sides.replay_oracle import emitted
+from properties.tolerance import differing, rounding, row_difference
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
 
 # Fields decided by the token (or computed from it), and by the drafts.
 AFTER_TOKEN = (

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from properties.behaviours import covers
-from properties.checks.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
 from properties.checks.logs import check_logs
 from properties.config import RunConfig
-from properties.fresh_process import run_fresh
-from properties.harness import checked_side_by_side
-from properties.shards import sharded
-from properties.specs import WorldSpec
-from properties.strategies import world_specs
+from properties.run.fresh_process import run_fresh
+from properties.run.shards import sharded
+from properties.sides.call_plan import KEY_ARGMAX, KEY_ENGAGED, KEY_GATE
+from properties.sides.harness import checked_side_by_side
+from properties.worlds.specs import WorldSpec
+from properties.worlds.strategies import world_specs
 
 
 @covers("P7 logging", "B3", "B6", "B7", "B9", "B13", "B21", "B22", "B24", "B25", "D3")
@@ -35,7 +35,7 @@ def test_p7_logs(run: RunConfig, shard: int, data: st.DataObject, seen: set[str]
 @given(data=st.data())
 def test_p7_the_first_steps_of_a_process(run: RunConfig, data: st.DataObject) -> None:
     """A process's first steps log, and leave everything, as any later step does: the examples run in
-    a process that has run no step before (`properties.fresh_process`), every check on each."""
+    a process that has run no step before (`properties.run.fresh_process`), every check on each."""
     specs = data.draw(st.lists(world_specs(run, faults=True), min_size=1, max_size=3), label="specs")
     reports = run_fresh(specs, run)
     assert not reports, "\n\n".join(reports)

@@ -14,12 +14,12 @@ from properties.behaviours import covers
 from properties.checks.compare import check_equivalence, compare_untouched
 from properties.checks.world_state import Owners, compare_buffers
 from properties.config import RunConfig
-from properties.harness import run_side_by_side
-from properties.report import format_report
-from properties.shards import sharded
-from properties.specs import FaultSpec, WorldSpec
-from properties.strategies import world_specs
-from properties.world import build_world
+from properties.failures.report import format_report
+from properties.run.shards import sharded
+from properties.sides.harness import run_side_by_side
+from properties.worlds.specs import FaultSpec, WorldSpec
+from properties.worlds.strategies import world_specs
+from properties.worlds.world import build_world
 
 
 @covers("P8 bad input", "B1")

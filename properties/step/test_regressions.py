@@ -1,5 +1,5 @@
 """Every promoted failure, replayed through the full checks on every run: each file in
-`properties/step/regressions/` (written by `python -m properties.promote`) must pass P1 equivalence,
+`properties/step/regressions/` (written by `python -m properties.failures.promote`) must pass P1 equivalence,
 P3 call accounting and P7 logs on the run's device, with the implementation under test
 (`properties/self_tests/test_regression_cases.py` checks that there are cases)."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from properties.config import RunConfig
-from properties.promote import REGRESSIONS, full_check, load_regression, on_device
-from properties.report import format_report
+from properties.failures.promote import REGRESSIONS, full_check, load_regression, on_device
+from properties.failures.report import format_report
 
 CASES = sorted(REGRESSIONS.glob("*.json"))
 

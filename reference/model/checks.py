@@ -29,18 +29,14 @@ def check_slots(cfg: ModelConfig, seq: SequenceState) -> None:
         raise ModelError(f"sequence slot {seq.slot_idx!r} out of range (model has {cfg.num_slots} slots)")
     ssm = seq.ssm_slot
     if ssm is not None and not (isinstance(ssm, int) and 0 <= ssm < cfg.num_ssm_slots):
-        raise ModelError(
-            f"sequence slot {seq.slot_idx}: SSM slot {ssm!r} out of range (model has {cfg.num_ssm_slots})"
-        )
+        raise ModelError(f"sequence slot {seq.slot_idx}: SSM slot {ssm!r} out of range (model has {cfg.num_ssm_slots})")
 
 
 def check_table(what: str, table: Sequence[int], last_pos: int, block_size: int, num_blocks: int) -> None:
     """`table` covers position `last_pos` and every entry is a block id in range (every entry may be
     gathered, masked or not, so every one must index the cache)."""
     if len(table) * block_size <= last_pos:
-        raise ModelError(
-            f"{what} of {len(table)} blocks does not cover position {last_pos} (block size {block_size})"
-        )
+        raise ModelError(f"{what} of {len(table)} blocks does not cover position {last_pos} (block size {block_size})")
     try:
         ids = array("q", table)  # C-speed: raises for anything but integers
     except (TypeError, OverflowError):
@@ -56,8 +52,7 @@ def check_decode(cfg: ModelConfig, token: int, seq: SequenceState) -> None:
     check_token(cfg, token)
     if not (isinstance(seq.seq_len, int) and 0 <= seq.seq_len < cfg.max_seq_len):
         raise ModelError(
-            f"sequence slot {seq.slot_idx}: seq_len {seq.seq_len!r} leaves no room "
-            f"(max_seq_len {cfg.max_seq_len})"
+            f"sequence slot {seq.slot_idx}: seq_len {seq.seq_len!r} leaves no room (max_seq_len {cfg.max_seq_len})"
         )
     check_table(
         f"sequence slot {seq.slot_idx}: block table",
@@ -68,9 +63,7 @@ def check_decode(cfg: ModelConfig, token: int, seq: SequenceState) -> None:
     )
 
 
-def check_propose(
-    cfg: ModelConfig, token: int, position: int, k: int, seq: SequenceState, max_k: int
-) -> None:
+def check_propose(cfg: ModelConfig, token: int, position: int, k: int, seq: SequenceState, max_k: int) -> None:
     """A run of k drafts from (token, position) fits: token in vocabulary, 0 <= k <= max_k, slots in
     range, position >= 0, the last position written (position + k - 1) inside the drafter's padded
     length and covered by `seq.draft_block_table`."""
@@ -85,8 +78,7 @@ def check_propose(
     last = position + k - 1
     if last >= cfg.draft_span:
         raise ModelError(
-            f"sequence slot {seq.slot_idx}: drafter position {last} past the drafter's length "
-            f"{cfg.draft_span}"
+            f"sequence slot {seq.slot_idx}: drafter position {last} past the drafter's length {cfg.draft_span}"
         )
     check_table(
         f"sequence slot {seq.slot_idx}: drafter block table",
@@ -102,9 +94,7 @@ def check_mask(cfg: ModelConfig, mask: torch.Tensor | None) -> None:
     if mask is None:
         return
     if mask.dtype != torch.bool or tuple(mask.shape) != (cfg.vocab_size,):
-        raise ModelError(
-            f"grammar mask must be bool [{cfg.vocab_size}], got {mask.dtype} {tuple(mask.shape)}"
-        )
+        raise ModelError(f"grammar mask must be bool [{cfg.vocab_size}], got {mask.dtype} {tuple(mask.shape)}")
     if not bool(mask.any()):
         raise ModelError("grammar mask allows no token")
 
@@ -116,9 +106,7 @@ def check_prefill(
     check_slots(cfg, seq)
     check_tokens(cfg, tokens, seq.seq_len + len(tokens))
     last = seq.seq_len + len(tokens) - 1
-    check_table(
-        f"sequence slot {seq.slot_idx}: block table", seq.block_table, last, cfg.block_size, cfg.num_blocks
-    )
+    check_table(f"sequence slot {seq.slot_idx}: block table", seq.block_table, last, cfg.block_size, cfg.num_blocks)
     check_propose(cfg, tokens[0], seq.seq_len, len(tokens), seq, cfg.max_seq_len)
     if prev_hidden is not None and tuple(prev_hidden.shape) != (cfg.hidden,):
         raise ModelError(f"prev_hidden must be [{cfg.hidden}], got {tuple(prev_hidden.shape)}")
@@ -155,6 +143,4 @@ def check_decode_run(cfg: ModelConfig, seq: SequenceState, tokens: Sequence[int]
         raise ModelError(f"sequence slot {seq.slot_idx}: seq_len {seq.seq_len!r} negative")
     check_tokens(cfg, tokens, seq.seq_len + len(tokens))
     last = seq.seq_len + len(tokens) - 1
-    check_table(
-        f"sequence slot {seq.slot_idx}: block table", seq.block_table, last, cfg.block_size, cfg.num_blocks
-    )
+    check_table(f"sequence slot {seq.slot_idx}: block table", seq.block_table, last, cfg.block_size, cfg.num_blocks)

@@ -69,11 +69,7 @@ class ModelConfig:
         """Raise ValueError naming the first field that is out of range."""
         for f in fields(self):
             v = getattr(self, f.name)
-            if (
-                f.type in ("int", "int | None")
-                and v is not None
-                and (not isinstance(v, int) or isinstance(v, bool))
-            ):
+            if f.type in ("int", "int | None") and v is not None and (not isinstance(v, int) or isinstance(v, bool)):
                 raise ValueError(f"ModelConfig.{f.name}={v!r}: expected an integer")
             if f.type == "bool" and not isinstance(v, bool):
                 raise ValueError(f"ModelConfig.{f.name}={v!r}: expected a bool")
@@ -104,15 +100,13 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.n_heads={self.n_heads}: must divide hidden={self.hidden}")
         if self.max_seq_len % self.block_size:
             raise ValueError(
-                f"ModelConfig.max_seq_len={self.max_seq_len}: must be a multiple of "
-                f"block_size={self.block_size}"
+                f"ModelConfig.max_seq_len={self.max_seq_len}: must be a multiple of block_size={self.block_size}"
             )
         if self.max_batch_rows < 256:
             raise ValueError(f"ModelConfig.max_batch_rows={self.max_batch_rows}: must be >= 256")
         if self.max_batched_drafts > self.max_drafts:
             raise ValueError(
-                f"ModelConfig.max_batched_drafts={self.max_batched_drafts}: must be <= "
-                f"max_drafts={self.max_drafts}"
+                f"ModelConfig.max_batched_drafts={self.max_batched_drafts}: must be <= max_drafts={self.max_drafts}"
             )
         for name in ("propose_meta_stride", "dflash_gamma"):
             v = getattr(self, name)
@@ -128,19 +122,13 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.device={self.device!r}: not a torch device") from None
         if not (isinstance(self.rms_eps, float) and 0.0 < self.rms_eps < 1.0):
             raise ValueError(f"ModelConfig.rms_eps={self.rms_eps!r}: expected a float in (0, 1)")
-        if not (
-            isinstance(self.init_scale, float | int)
-            and math.isfinite(self.init_scale)
-            and self.init_scale > 0
-        ):
+        if not (isinstance(self.init_scale, float | int) and math.isfinite(self.init_scale) and self.init_scale > 0):
             raise ValueError(f"ModelConfig.init_scale={self.init_scale!r}: expected a finite number > 0")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"ModelConfig.seed={self.seed!r}: expected an integer >= 0")
         if self.numerics == "exact":
             if self.row_tile % EXACT_ALIGN:
-                raise ValueError(
-                    f"ModelConfig.row_tile={self.row_tile}: exact numerics needs a multiple of 8"
-                )
+                raise ValueError(f"ModelConfig.row_tile={self.row_tile}: exact numerics needs a multiple of 8")
             for name in ("hidden", "ssm_state", "mlp_width"):
                 v = self.mlp_width if name == "mlp_width" else getattr(self, name)
                 if v % EXACT_ALIGN:

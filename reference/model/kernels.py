@@ -110,9 +110,7 @@ def mlp(nm: Numerics, x: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor)
     return tiled(nm, lambda a: F.linear(F.silu(F.linear(a, w_up)), w_down), [x])  # type: ignore[return-value]
 
 
-def ssm_gates(
-    nm: Numerics, x: torch.Tensor, w_a: torch.Tensor, w_b: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
+def ssm_gates(nm: Numerics, x: torch.Tensor, w_a: torch.Tensor, w_b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(decay, input) = (sigmoid(w_a x), w_b x), x [M, H] -> two [M, S]."""
     return tiled(nm, lambda a: (torch.sigmoid(F.linear(a, w_a)), F.linear(a, w_b)), [x])  # type: ignore[return-value]
 
@@ -122,9 +120,7 @@ def ssm_step(decay: torch.Tensor, inp: torch.Tensor, h: torch.Tensor) -> torch.T
     return decay * h + inp
 
 
-def attention(
-    nm: Numerics, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor
-) -> torch.Tensor:
+def attention(nm: Numerics, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Each row's query over its own keys: q [M, Hh, D], k/v [M, L, Hh, D], lengths [M] (row m sees
     positions < lengths[m], >= 1). Positions at or past a row's length get probability 0. Exact mode
     also zeroes their keys and values first, so whatever is there never reaches the output; fast mode

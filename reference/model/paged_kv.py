@@ -48,9 +48,7 @@ class PagedKv:
         device: torch.device,
     ) -> PagedKv:
         shape = (layers, num_blocks + 1, block_size, heads, head_dim)
-        return cls(
-            torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device)
-        )
+        return cls(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device))
 
     @property
     def block_size(self) -> int:
@@ -66,21 +64,15 @@ class PagedKv:
     def randomize_(self, gen: torch.Generator) -> None:
         """Fill every block but the zero block with N(0, 1) values drawn from `gen`."""
         for t in (self.k, self.v):
-            t[:, :-1].copy_(
-                torch.randn(t[:, :-1].shape, generator=gen, device=gen.device, dtype=torch.float32)
-            )
+            t[:, :-1].copy_(torch.randn(t[:, :-1].shape, generator=gen, device=gen.device, dtype=torch.float32))
 
-    def write(
-        self, layer: int, blocks: torch.Tensor, offs: torch.Tensor, k: torch.Tensor, v: torch.Tensor
-    ) -> None:
+    def write(self, layer: int, blocks: torch.Tensor, offs: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         """Store row m's k/v [M, Hh, D] at (blocks[m], offs[m]); a (block, offset) pair repeats only
         with the same values."""
         self.k[layer].index_put_((blocks, offs), k)
         self.v[layer].index_put_((blocks, offs), v)
 
-    def gather(
-        self, layer: int, tables: torch.Tensor, lengths: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def gather(self, layer: int, tables: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each row's keys and values through its table [M, nb] -> two [M, nb * block_size, Hh, D];
         positions at or past lengths[m] read zeros (one gather, no masking pass over the result)."""
         bs = self.block_size
@@ -204,9 +196,7 @@ class BlockAllocator:
     `generator` shuffles the free list so tables come out scattered."""
 
     def __init__(self, num_blocks: int, block_size: int, generator: torch.Generator | None = None) -> None:
-        order = (
-            torch.randperm(num_blocks, generator=generator).tolist() if generator else list(range(num_blocks))
-        )
+        order = torch.randperm(num_blocks, generator=generator).tolist() if generator else list(range(num_blocks))
         self.num_blocks = num_blocks
         self.block_size = block_size
         self._free: list[int] = order
@@ -221,8 +211,7 @@ class BlockAllocator:
             raise ValueError(f"alloc({n}): expected n >= 0")
         if n > len(self._free):
             raise ModelError(
-                f"block allocator exhausted: asked for {n} blocks, "
-                f"{len(self._free)} of {self.num_blocks} free"
+                f"block allocator exhausted: asked for {n} blocks, {len(self._free)} of {self.num_blocks} free"
             )
         out, self._free = self._free[:n], self._free[n:]
         self._used.update(out)

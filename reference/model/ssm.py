@@ -27,9 +27,7 @@ class SsmSlots:
     ckpt_pos: list[int]
 
     @classmethod
-    def zeros(
-        cls, num_ssm_slots: int, num_slots: int, size: int, dtype: torch.dtype, device: torch.device
-    ) -> SsmSlots:
+    def zeros(cls, num_ssm_slots: int, num_slots: int, size: int, dtype: torch.dtype, device: torch.device) -> SsmSlots:
         z = torch.zeros(num_ssm_slots, size, dtype=dtype, device=device)
         return cls(z, z.clone(), [-1] * num_slots)
 
