@@ -23,24 +23,28 @@ from pathlib import Path
 from properties.checks.calls import check_calls, check_failures_explained
 from properties.checks.compare import check_equivalence, compare_untouched
 from properties.checks.logs import check_logs
-from properties.config import RunConfig, Tolerance
+from properties.config import RunConfig
 from properties.failures.promote import load_regression, on_device, promote
 from properties.failures.report import format_report
 from properties.impl import DEFAULT_IMPL, REGISTRY, Impl, load
 from properties.sides.harness import run_side_by_side
 from properties.sides.mismatch import Mismatch
 from properties.sides.side_by_side import SideBySide
+from properties.tolerance import Tolerance
 from properties.worlds.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
+from reference.model.modes import DType, NumericsMode
 
 __all__ = [
     "DEFAULT_IMPL",
     "REGISTRY",
     "STEP_CHECKS",
     "Check",
+    "DType",
     "FaultSpec",
     "Impl",
     "Mismatch",
     "ModelSpec",
+    "NumericsMode",
     "RunConfig",
     "SeqSpec",
     "SideBySide",

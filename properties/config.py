@@ -20,11 +20,12 @@ from typing import Any
 import torch
 
 from properties.impl import DEFAULT_IMPL, Impl, load
-from properties.tolerance import ROUNDING
+from properties.tolerance import Tolerance
+from reference.model.modes import DType, NumericsMode
 
 ENV_PREFIX = "MTP_VERIFY_"
-NUMERICS = ("exact", "fast")
-DTYPES = ("float64", "float32", "bfloat16")
+NUMERICS = tuple(m.value for m in NumericsMode)
+DTYPES = tuple(d.value for d in DType)
 REFERENCE_DEVICES = ("same", "cpu")  # where the reference step runs
 # Model sizes: `small` is the suite's test model (hidden 32, vocabulary 512 or 601); `serving` has a
 # serving model's width and vocabulary (hidden 1024 in 8 heads, the 129280 ids of an MTP model's
@@ -52,32 +53,13 @@ OPTIONS = (
 
 
 @dataclass(slots=True, frozen=True)
-class Tolerance:
-    """How numbers are compared in one numerics mode and dtype: bit for bit in exact numerics, else
-    within `ROUNDING[dtype]` of the unit's largest magnitude (`properties.tolerance`), with the
-    replay oracle holding every decision."""
-
-    exact: bool
-    dtype: str
-
-    @property
-    def rtol(self) -> float:
-        """The relative tolerance of values: 0 in exact numerics."""
-        return 0.0 if self.exact else ROUNDING[self.dtype]
-
-    @property
-    def fast(self) -> bool:
-        return not self.exact
-
-
-@dataclass(slots=True, frozen=True)
 class RunConfig:
     """One run's configuration (see the module docstring). `impl_name` as given (a registry name or
     `module:function`); `impl` is that implementation."""
 
     device: str = "cpu"
-    numerics: str = "exact"
-    dtypes: tuple[str, ...] = ("float64", "float32")
+    numerics: NumericsMode = NumericsMode.EXACT
+    dtypes: tuple[DType, ...] = (DType.FLOAT64, DType.FLOAT32)
     max_n: int = DEFAULT_MAX_N["cpu"]
     reference_device: str = ""  # "": the reference runs on `device` too
     model: str = "small"
@@ -90,6 +72,15 @@ class RunConfig:
     def impl(self) -> Impl:
         """The implementation under test."""
         return load(self.impl_name)
+
+    @property
+    def exact(self) -> bool:
+        """Exact numerics: both sides bit for bit."""
+        return self.numerics is NumericsMode.EXACT
+
+    def tolerance(self, dtype: DType | str) -> Tolerance:
+        """How this run compares numbers of `dtype`."""
+        return Tolerance(self.numerics, DType(dtype))
 
     @property
     def on_gpu(self) -> bool:
@@ -111,14 +102,14 @@ class RunConfig:
             raise ValueError(f"{_name('device')}={device!r}: expected cpu, cuda, cuda:N or best")
         if device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"{_name('device')}={device}: no CUDA device is visible")
-        numerics = _choice("numerics", raw["numerics"] or "exact", NUMERICS)
+        numerics = NumericsMode(_choice("numerics", raw["numerics"] or "exact", NUMERICS))
         on_gpu = device.startswith("cuda")
         if raw["dtype"]:
-            dtypes: tuple[str, ...] = (_choice("dtype", raw["dtype"], DTYPES),)
-        elif numerics == "exact":
-            dtypes = ("float32",) if on_gpu else ("float64", "float32")
+            dtypes: tuple[DType, ...] = (DType(_choice("dtype", raw["dtype"], DTYPES)),)
+        elif numerics is NumericsMode.EXACT:
+            dtypes = (DType.FLOAT32,) if on_gpu else (DType.FLOAT64, DType.FLOAT32)
         else:
-            dtypes = ("bfloat16",) if on_gpu else ("float32",)
+            dtypes = (DType.BFLOAT16,) if on_gpu else (DType.FLOAT32,)
         max_n = _number("max_n", raw["max_n"], int, DEFAULT_MAX_N["cuda" if on_gpu else "cpu"])
         if max_n < 1:
             raise ValueError(f"{_name('max_n')}={max_n}: expected a positive integer")
@@ -148,13 +139,13 @@ class RunConfig:
         return out + (["--reference-device", self.reference_device] if self.reference_device else [])
 
 
-def reference_device_for(device: str, numerics: str, raw: str) -> str:
+def reference_device_for(device: str, numerics: NumericsMode, raw: str) -> str:
     """Where the reference runs: "" (on `device`) for `same`, "cpu" for `cpu` while the implementation
     runs on a GPU in fast numerics; exact numerics are bit-equal on one device only."""
     raw = _choice("reference_device", raw, REFERENCE_DEVICES)
     if raw == "same" or device == "cpu":
         return ""
-    if numerics == "exact":
+    if numerics is NumericsMode.EXACT:
         raise ValueError(
             f"{_name('reference_device')}=cpu needs fast numerics: exact numerics are bit-equal on one device only"
         )

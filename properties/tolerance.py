@@ -1,4 +1,6 @@
-"""Tolerances of fast numerics, per dtype. Exact numerics compare bit for bit.
+"""Where every tolerance of the suite comes from: `Tolerance` (one numerics mode and dtype), the
+rounding of each dtype behind it, and the comparisons that apply it. Exact numerics compare bit for
+bit; fast numerics within rounding.
 
 The same number computed by two kernels (a batched pass against one row at a time) may differ by
 rounding, and rounding error scales with the operands, not with the result: a logit near zero that
@@ -21,20 +23,68 @@ must match exactly (NaN with NaN, inf with inf of the same sign).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
+from reference.model.modes import DType, NumericsMode
 from reference.state import TokenLogprobs
 
-ROUNDING: dict[str, float] = {"bfloat16": 16 * 2.0**-8, "float32": 64 * 2.0**-24, "float64": 64 * 2.0**-53}
+ROUNDING: dict[DType, float] = {
+    DType.BFLOAT16: 16 * 2.0**-8,
+    DType.FLOAT32: 64 * 2.0**-24,
+    DType.FLOAT64: 64 * 2.0**-53,
+}
 # Values an oracle recomputes from the same row in another kernel (draft confidences in float32,
 # logprobs in float64): the rounding of that computation alone.
 COMPUTE_ROUNDING: dict[torch.dtype, float] = {torch.float32: 2.0**-19, torch.float64: 2.0**-47}
 
 
-def rounding(dtype: str, exact: bool) -> float:
-    """The relative tolerance of values in `dtype`: 0 in exact numerics."""
-    return 0.0 if exact else ROUNDING[dtype]
+class HasNumerics(Protocol):
+    """A model's description: `ModelSpec`, `ModelConfig`, a generation's model."""
+
+    @property
+    def numerics(self) -> str: ...
+    @property
+    def dtype(self) -> str: ...
+
+
+@dataclass(slots=True, frozen=True)
+class Tolerance:
+    """How numbers are compared in one numerics mode and dtype: bit for bit in exact numerics, else
+    within `ROUNDING[dtype]` of the unit's largest magnitude (`differing`), with the replay oracle
+    holding every decision. Names convert: `Tolerance("fast", "bfloat16")`."""
+
+    numerics: NumericsMode
+    dtype: DType
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numerics", NumericsMode(self.numerics))
+        object.__setattr__(self, "dtype", DType(self.dtype))
+
+    @classmethod
+    def of(cls, model: HasNumerics) -> Tolerance:
+        """The tolerance of a model's numerics and dtype."""
+        return cls(NumericsMode(model.numerics), DType(model.dtype))
+
+    @property
+    def exact(self) -> bool:
+        return self.numerics is NumericsMode.EXACT
+
+    @property
+    def fast(self) -> bool:
+        return self.numerics is NumericsMode.FAST
+
+    @property
+    def rtol(self) -> float:
+        """The relative tolerance of values: 0 in exact numerics, else the dtype's rounding."""
+        return 0.0 if self.exact else ROUNDING[self.dtype]
+
+    @property
+    def rounding(self) -> float:
+        """The dtype's rounding whatever the mode: what separates a near tie from a clear decision."""
+        return ROUNDING[self.dtype]
 
 
 def unit_scale(ref: torch.Tensor) -> torch.Tensor:

@@ -6,6 +6,7 @@ a deliberate change (and a removed name gets its shim in `properties.moved`)."""
 from __future__ import annotations
 
 import argparse
+import enum
 import inspect
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ def shown(value: Any) -> str:
 def describe(name: str) -> str:
     """One line for `name`."""
     obj = getattr(api, name)
+    if inspect.isclass(obj) and issubclass(obj, enum.Enum):
+        return f"enum {name}({', '.join(f'{m.name}={m.value!r}' for m in obj)})"
     if not (inspect.isclass(obj) or inspect.isfunction(obj)):
         return f"{name}: {type(obj).__name__}"
     sig = inspect.signature(obj)

@@ -30,7 +30,7 @@ def mix(n: int, **seq: object) -> tuple[SeqSpec, ...]:
 def on_run_device(run: RunConfig, spec: WorldSpec) -> WorldSpec:
     """The case on the run's device and numerics (`--device`, `--numerics`): on the CPU in exact
     numerics as written; elsewhere in the run's dtype (float32 exact or bf16 fast on a GPU)."""
-    if run.device == "cpu" and run.numerics == "exact":
+    if run.device == "cpu" and run.exact:
         return spec
     return replace(spec, model=replace(spec.model, device=run.device, numerics=run.numerics, dtype=run.dtypes[0]))
 

@@ -7,7 +7,7 @@ import torch
 
 from properties.generations.oracle import Taken, divergences, explain_token, top_ids_explained
 from properties.generations.spec import GenerationSpec
-from properties.tolerance import rounding
+from properties.tolerance import Tolerance
 from properties.worlds.specs import ModelSpec
 from reference.decisions import DecisionKey, DecisionLog, decide
 from reference.logprobs import extract_single_logprobs
@@ -16,7 +16,7 @@ from reference.sched_ctx import LogitsContext
 
 SPEC = GenerationSpec(ModelSpec(dtype="bfloat16", numerics="fast"))
 REQ = Request(prompt=(5,), max_tokens=4)
-RTOL = rounding("bfloat16", exact=False)
+RTOL = Tolerance("fast", "bfloat16").rtol
 
 
 def taken(row: torch.Tensor, sid: int = 0, pos: int = 0) -> Taken:

@@ -41,7 +41,7 @@ def module_of(path: Path) -> str:
 
 def stage_of(module: str) -> int:
     parts = module.split(".")
-    if len(parts) == 2 and parts[1] in ROOT_MODULES or module == "properties":
+    if (len(parts) == 2 and parts[1] in ROOT_MODULES) or module == "properties":
         return 0
     if parts[1] == "api" or parts[1] in TOP:
         return STAGES.index("properties")

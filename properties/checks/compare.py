@@ -23,7 +23,7 @@ from properties.sides.forcing import top_ids_explained
 from properties.sides.mismatch import Mismatch, short
 from properties.sides.replay_oracle import own_draw_mismatches, replay_mismatches, row_mismatches
 from properties.sides.side_by_side import SideBySide
-from properties.tolerance import differing, rounding
+from properties.tolerance import Tolerance, differing
 from reference.state import ActiveSeq
 
 # Which behaviour ids a differing field points at.
@@ -94,7 +94,7 @@ def top_ids_swapped_by_rounding(sbs: SideBySide, b: ActiveSeq, ref: list[Any], i
     ref_row, impl_row = sbs.ref.model.rows.get(slot), sbs.impl.model.rows.get(slot)
     if ref_row is None or impl_row is None:
         return False
-    rtol = rounding(sbs.spec.model.dtype, exact=False)
+    rtol = Tolerance.of(sbs.spec.model).rounding
     return top_ids_explained(ref[n], impl[n], ref_row, impl_row, rtol) is None
 
 
@@ -113,7 +113,7 @@ def check_equivalence(sbs: SideBySide, registered: tuple[str, ...] = ("D1", "D4"
     if ref_ids != impl_ids:
         return [Mismatch(None, "active order", str(ref_ids), str(impl_ids), ("B1",))]
 
-    fast = sbs.spec.model.numerics != "exact"
+    fast = Tolerance.of(sbs.spec.model).fast
     out += context_mismatches(sbs)
     touched = {sbs.before.active[i].seq_id for i in sbs.before.idxs}
     conf = expected_confidences(sbs) if "D4" in registered else None
@@ -144,7 +144,7 @@ def model_mismatches(sbs: SideBySide, d1_registered: bool) -> list[Mismatch]:
     """The model's whole persistent state (see `properties.checks.world_state`), with D1 applied: where the
     loop skipped a checkpoint that the implementation took, that checkpoint is held to D1 instead."""
     before = sbs.before
-    rtol = rounding(sbs.spec.model.dtype, sbs.spec.model.numerics == "exact")
+    rtol = Tolerance.of(sbs.spec.model).rtol
     d1 = d1_slots(sbs) if d1_registered else set()
     seq_by_slot = {a.seq.slot_idx: a for a in sbs.impl.world.active}
     skip = set()

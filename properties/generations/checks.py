@@ -30,7 +30,7 @@ from properties.checks.world_state import (
 )
 from properties.generations.resources import resource_counts
 from properties.sides.mismatch import Mismatch, short
-from properties.tolerance import differing, rounding
+from properties.tolerance import Tolerance, differing
 from reference.engine import Engine, Finished, StepRecord
 from reference.model.kernels import bits_equal
 from reference.model.model import TinyMtpModel
@@ -74,7 +74,7 @@ class StepView:
 def compare_engines(impl: Engine, ref: Engine, view: StepView) -> list[Mismatch]:
     """Every difference between the engine whose bootstrap is the implementation's and the one
     whose bootstrap is the per-sequence loop (the reference)."""
-    fast = ref.model.cfg.numerics != "exact"
+    fast = not ref.model.cfg.exact
     out = compare_records(view)
     for what, want, got in (
         ("levers", ref.sched.levers, impl.sched.levers),
@@ -172,7 +172,7 @@ def model_state(impl: Engine, ref: Engine, view: StepView) -> list[Mismatch]:
     checkpoint), D1's checkpoints excepted; where D1 engaged this step, the implementation's
     checkpoint must hold the current SSM state at the current length."""
     cfg = ref.model.cfg
-    rtol = rounding(cfg.dtype, cfg.numerics == "exact")
+    rtol = Tolerance.of(cfg).rtol
     owners = Owners(ref.active, cfg.block_size)
     seq_of_slot = {a.seq.slot_idx: a.seq_id for a in ref.active}
     if view.before is None or rtol == 0:

@@ -101,7 +101,7 @@ def summary(totals: list, seconds: float, run) -> str:
         f"  D1 engaged: {sum_of('d1_opened')}, its checkpoint read by a later verify: {sum_of('d1_reads')}, "
         f"rewritten by both engines: {sum_of('d1_closed_by_rewrite')} entries",
     ]
-    if run.numerics == "exact":
+    if run.exact:
         return "\n".join([*lines, "  near-ties forced: 0 (exact numerics decide bit for bit)"])
     forced = [f for s in totals for f in s.tally.forced]
     decisions = sum(s.tally.decisions for s in totals)

@@ -36,7 +36,7 @@ from properties.sides.forcing import explain, top_ids_explained
 from properties.sides.mismatch import Mismatch
 from properties.sides.replay_oracle import CUT_KINDS, replay_of
 from properties.sides.side_by_side import ForcedDecision, Replay
-from properties.tolerance import differing, rounding, row_difference
+from properties.tolerance import Tolerance, differing, row_difference
 from reference.decisions import Decision, DecisionLog
 from reference.engine import VerifyFn
 from reference.request import Request
@@ -222,7 +222,7 @@ def divergences(
 
 def row_mismatches(spec: Any, ref: Trace, impl: Trace, what: str) -> list[Mismatch]:
     """Check 1 over `what` (rows of the same inputs on both sides): each row within rounding."""
-    rtol = rounding(spec.model.dtype, spec.model.numerics == "exact")
+    rtol = Tolerance.of(spec.model).rtol
     out = []
     for key in sorted(set(ref) & set(impl)):
         r, m = ref[key].row, impl[key].row

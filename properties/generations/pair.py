@@ -47,7 +47,7 @@ from properties.sides.mismatch import Mismatch
 from properties.sides.replay_oracle import replay_mismatches
 from properties.sides.replay_oracle import row_mismatches as boot_row_mismatches
 from properties.sides.side_by_side import ForcedDecision
-from properties.tolerance import rounding
+from properties.tolerance import Tolerance
 from properties.worlds.fault_kinds import BAD_ROWS
 from properties.worlds.specs import FaultSpec
 from properties.worlds.world import model_config, sched_for, shared_weights
@@ -91,10 +91,8 @@ class EnginePair:
         self.planned: list[FaultSpec] = []
         self.d1 = OpenD1()
         self.hit: set[int] = set()  # requests an injected decode fault hit
-        self.fast = spec.model.numerics != "exact"
-        self.solo = SoloChecks(
-            spec, base.cfg, base.weights, self.fast, rounding(spec.model.dtype, not self.fast), self.stats
-        )
+        self.fast = Tolerance.of(spec.model).fast
+        self.solo = SoloChecks(spec, base.cfg, base.weights, self.fast, Tolerance.of(spec.model).rtol, self.stats)
         self._slots_seen: set[int] = set()
 
     @property

@@ -11,7 +11,7 @@ import torch
 from properties.generations.checks import result_equal
 from properties.generations.oracle import Taken
 from properties.sides.mismatch import Mismatch, short
-from properties.tolerance import differing, rounding, row_difference
+from properties.tolerance import Tolerance, differing, row_difference
 from reference.engine import Finished
 from reference.solo import SoloResult
 
@@ -48,7 +48,7 @@ def solo_rows(spec: Any, sid: int, solo: dict[int, torch.Tensor], trace: dict[in
     """Fast numerics: the logits row each of an engine's token decisions for request `sid` was made
     on, within the dtype's rounding of the solo decode's row at the same output position (the first
     that is not)."""
-    rtol = rounding(spec.model.dtype, spec.model.numerics == "exact")
+    rtol = Tolerance.of(spec.model).rtol
     for pos in sorted(set(solo) & set(trace)):
         r, m = solo[pos], trace[pos].row
         if bool(differing(r, m, rtol).any()):

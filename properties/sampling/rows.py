@@ -98,15 +98,15 @@ def sampled_specs(draw: st.DrawFn, run: RunConfig) -> tuple[WorldSpec, int]:
     index = draw(st.sampled_from(spec.bootstrap), label="sequence")
     s = spec.seqs[index]
     if s.temperature == 0.0:
-        s = sampled(draw, s, spec.model.numerics)
+        s = sampled(draw, s, spec.model.exact)
         spec = dataclasses.replace(spec, seqs=(*spec.seqs[:index], s, *spec.seqs[index + 1 :]))
     return spec, index
 
 
-def sampled(draw: st.DrawFn, s: SeqSpec, numerics: str) -> SeqSpec:
+def sampled(draw: st.DrawFn, s: SeqSpec, exact: bool) -> SeqSpec:
     """`s` with the generators' sampled parameters (and, in exact numerics, their near tie unless it
     has a penalty's)."""
-    near_tie = s.near_tie or (draw(NEAR_TIES) if numerics == "exact" else "")
+    near_tie = s.near_tie or (draw(NEAR_TIES) if exact else "")
     return dataclasses.replace(
         s, temperature=draw(TEMPERATURES), top_k=draw(TOP_KS), top_p=draw(TOP_PS), near_tie=near_tie
     )

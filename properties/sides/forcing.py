@@ -11,7 +11,7 @@ import torch
 from properties.sides.own_noise import own_draws, own_sampled, request_of
 from properties.sides.replay_oracle import CUT_KINDS, bootstrapped, emitted, replay_of
 from properties.sides.side_by_side import ForcedDecision, SideBySide
-from properties.tolerance import differing, rounding, row_difference
+from properties.tolerance import Tolerance, differing, row_difference
 from reference.decisions import Decision, DecisionKey, DecisionLog, argmax_lowest
 from reference.errors import ModelError
 from reference.sampling import processed_row
@@ -72,7 +72,7 @@ def explain(sbs: SideBySide, d: Decision, choice: int, slot: int) -> tuple[Force
     """The forced decision for reference decision `d` taken as `choice` by the implementation, or
     None and why it is not explained by rounding."""
     what = f"{d.key.kind} {d.key.index} of slot {slot}" if d.key.kind == "draft" else f"token of seq {d.key.owner}"
-    rtol = rounding(sbs.spec.model.dtype, sbs.spec.model.numerics == "exact")
+    rtol = Tolerance.of(sbs.spec.model).rtol
     if d.key.kind == "token":
         ref_row, impl_row = sbs.ref.model.rows.get(slot), sbs.impl.model.rows.get(slot)
         scale = None

@@ -37,6 +37,7 @@ from properties.sides.outside_weights import remember_weights, weights_written
 from properties.sides.side_by_side import Side, SideBySide
 from properties.sides.stats import record_paths
 from properties.sides.translate import Envelope, Translation, translate
+from properties.tolerance import Tolerance
 from properties.worlds.specs import WorldSpec
 from properties.worlds.world import World, build_world, on_device
 from reference.capture import DraftRows
@@ -188,7 +189,7 @@ def run_side_by_side(spec: WorldSpec, impl: Impl, replays: Path = DEFAULT_REPLAY
     tr = translate(calls, env)
     ref = run_reference(base, tr, {}, masked)
     out = SideBySide(spec, before, ref, impl_side, tr, impl, outside=changed, replay_dir=replays)
-    fast = spec.model.numerics != "exact"
+    fast = Tolerance.of(spec.model).fast
     for _ in range(MAX_ROUNDS):
         out.plan = plan_of(out)
         settled = translate(calls, env, out.plan, impl_side.model.rows)

@@ -26,7 +26,7 @@ import torch
 from properties.sides.mismatch import Mismatch, short
 from properties.sides.own_noise import own_sampled, own_token_replay
 from properties.sides.side_by_side import Replay, SideBySide, bootstrapped, emitted
-from properties.tolerance import COMPUTE_ROUNDING, differing, logprobs_match, rounding, row_difference
+from properties.tolerance import COMPUTE_ROUNDING, Tolerance, differing, logprobs_match, row_difference
 from properties.worlds.world import copy_seq
 from reference.decisions import DecisionLog, argmax_lowest
 from reference.errors import ModelError
@@ -167,7 +167,7 @@ def _draft_replay(sbs: SideBySide, b: ActiveSeq, a: ActiveSeq) -> list[Mismatch]
 def row_mismatches(sbs: SideBySide) -> list[Mismatch]:
     """Check 1: the implementation's rows against the reference's, for every token decision and
     every draft both sides made from the same inputs."""
-    rtol = rounding(sbs.spec.model.dtype, sbs.spec.model.numerics == "exact")
+    rtol = Tolerance.of(sbs.spec.model).rtol
     seq_of = {a.seq.slot_idx: a.seq_id for a in sbs.before.active}
     ref_rows, impl_rows = sbs.ref.model.rows, sbs.impl.model.rows
     pairs: list[RowPair] = []

@@ -24,7 +24,7 @@ from properties.failures.report import format_report
 from properties.run.shards import sharded
 from properties.sides.harness import run_side_by_side
 from properties.sides.replay_oracle import emitted
-from properties.tolerance import differing, rounding, row_difference
+from properties.tolerance import Tolerance, differing, row_difference
 from properties.worlds.specs import WorldSpec
 from properties.worlds.strategies import world_specs
 
@@ -83,7 +83,7 @@ def outcome(run: RunConfig, spec: WorldSpec, what: str) -> dict[int, SeqOutcome]
 
 def assert_same(base: dict[int, SeqOutcome], other: dict[int, SeqOutcome], what: str, spec: WorldSpec) -> None:
     """Every sequence of `other` ends as in `base` (the module docstring's rule)."""
-    rtol = rounding(spec.model.dtype, spec.model.numerics == "exact")
+    rtol = Tolerance.of(spec.model).rtol
     for slot, o in other.items():
         b = base[slot]
         skip: set[str] = set()

@@ -44,7 +44,7 @@ def hair_room(model: TinyMtpModel, logits: torch.Tensor) -> float:
     """In logits, the largest margin rounding can move on this row (twice the row's tolerance) times
     `HAIR_ROOM`, before penalties and temperature; 0 in exact numerics."""
     cfg = model.cfg
-    if cfg.numerics == "exact":
+    if cfg.exact:
         return 0.0
     finite = logits[torch.isfinite(logits)]
     scale = float(finite.abs().max()) if finite.numel() else 0.0

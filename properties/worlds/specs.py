@@ -7,13 +7,15 @@ import json
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from reference.model.modes import DType, NumericsMode
+
 
 @dataclass(slots=True, frozen=True)
 class ModelSpec:
     """The model a world runs: numerics, dtype, sizes and the envelope levers the gate reads."""
 
-    dtype: str = "float64"
-    numerics: str = "exact"
+    dtype: DType = DType.FLOAT64  # names convert: ModelSpec(dtype="float32", numerics="fast")
+    numerics: NumericsMode = NumericsMode.EXACT
     device: str = "cpu"
     vocab_size: int = 512
     hidden: int = 32
@@ -45,11 +47,18 @@ class ModelSpec:
     tie_group: int = 1
 
     def __post_init__(self) -> None:
-        if self.reference_device not in ("", self.device) and self.numerics == "exact":
+        object.__setattr__(self, "dtype", DType(self.dtype))
+        object.__setattr__(self, "numerics", NumericsMode(self.numerics))
+        if self.reference_device not in ("", self.device) and self.exact:
             raise ValueError(
                 f"ModelSpec.reference_device={self.reference_device!r} with device={self.device!r}: "
                 "a reference on another device needs fast numerics (exact numerics are bit-equal on one device only)"
             )
+
+    @property
+    def exact(self) -> bool:
+        """Exact numerics: both sides bit for bit."""
+        return self.numerics is NumericsMode.EXACT
 
     @property
     def ref_device(self) -> str:

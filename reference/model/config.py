@@ -9,14 +9,11 @@ from dataclasses import asdict, dataclass, fields
 
 import torch
 
+from reference.model.modes import DType, NumericsMode
 from reference.sched_ctx import ENV_PROPOSE_META_STRIDE, env_positive_int
 
-DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64,
-    "float32": torch.float32,
-    "bfloat16": torch.bfloat16,
-}
-NUMERICS = ("exact", "fast")
+DTYPES: dict[str, torch.dtype] = {d.value: d.torch for d in DType}
+NUMERICS = tuple(m.value for m in NumericsMode)
 # Exact mode keeps every transcendental elementwise op (sigmoid, SiLU) on tiles of row_tile * dim
 # elements; CPU kernels compute a scalar tail differently from the vector body (up to 64 elements a
 # step for bf16 with AVX-512), so tile * dim must be a multiple of 64 for a row's bits not to depend
@@ -51,8 +48,8 @@ class ModelConfig:
     propose_meta_stride: int | None = None  # None: ceil(max_seq_len / block_size); env overrides
     dflash_gamma: int | None = None
     logits_fp32: bool = False
-    dtype: str = "float64"
-    numerics: str = "exact"
+    dtype: DType = DType.FLOAT64  # a name converts: ModelConfig(dtype="float32")
+    numerics: NumericsMode = NumericsMode.EXACT
     device: str = "cpu"
     row_tile: int = 8  # exact mode: every kernel call runs on exactly this many rows
     rms_eps: float = 1e-6
@@ -63,6 +60,11 @@ class ModelConfig:
     tie_group: int = 1
 
     def __post_init__(self) -> None:
+        # Names become members (frozen: set once, here); a name outside the choices is validate()'s.
+        if self.dtype in DTYPES:
+            object.__setattr__(self, "dtype", DType(self.dtype))
+        if self.numerics in NUMERICS:
+            object.__setattr__(self, "numerics", NumericsMode(self.numerics))
         self.validate()
 
     def validate(self) -> None:
@@ -126,7 +128,7 @@ class ModelConfig:
             raise ValueError(f"ModelConfig.init_scale={self.init_scale!r}: expected a finite number > 0")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"ModelConfig.seed={self.seed!r}: expected an integer >= 0")
-        if self.numerics == "exact":
+        if self.exact:
             if self.row_tile % EXACT_ALIGN:
                 raise ValueError(f"ModelConfig.row_tile={self.row_tile}: exact numerics needs a multiple of 8")
             for name in ("hidden", "ssm_state", "mlp_width"):
@@ -144,6 +146,11 @@ class ModelConfig:
     @property
     def mlp_width(self) -> int:
         return 2 * self.hidden if self.mlp_hidden is None else self.mlp_hidden
+
+    @property
+    def exact(self) -> bool:
+        """Exact numerics: bit-equal across batch shapes on one device."""
+        return self.numerics is NumericsMode.EXACT
 
     @property
     def torch_dtype(self) -> torch.dtype:

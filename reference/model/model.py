@@ -67,7 +67,7 @@ class TinyMtpModel(CacheState):
         cfg.validate()
         self.cfg = cfg
         self.device = torch.device(cfg.device)
-        self.nm = Numerics(cfg.numerics == "exact", cfg.row_tile)
+        self.nm = Numerics(cfg.exact, cfg.row_tile)
         self.weights = build_weights(cfg) if weights is None else weights
         self.meta_stride = cfg.resolved_meta_stride({} if env is None else env)
         dt, dev, h = cfg.torch_dtype, self.device, cfg.hidden
