@@ -33,6 +33,7 @@ from properties.sides.side_by_side import SideBySide
 from properties.tolerance import Tolerance
 from properties.worlds.specs import FaultSpec, ModelSpec, SeqSpec, StepSpec, WorldSpec
 from reference.model.modes import DType, NumericsMode
+from reference.sampling_params import SamplingParams
 
 __all__ = [
     "DEFAULT_IMPL",
@@ -46,6 +47,7 @@ __all__ = [
     "ModelSpec",
     "NumericsMode",
     "RunConfig",
+    "SamplingParams",
     "SeqSpec",
     "SideBySide",
     "StepSpec",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from reference.grammar import GrammarSpec, start_grammar
+from reference.sampling_params import SamplingParams
 from reference.state import ActiveSeq, SequenceState
 from reference.vocab import EOS_ID
 
@@ -18,12 +19,7 @@ class Request:
 
     prompt: tuple[int, ...]
     max_tokens: int
-    temperature: float = 0.0
-    top_k: int = 0
-    top_p: float = 1.0
-    repetition_penalty: float = 1.0
-    frequency_penalty: float = 0.0
-    presence_penalty: float = 0.0
+    sampling: SamplingParams = field(default_factory=SamplingParams)
     grammar: GrammarSpec | None = None
     min_tokens: int = 0
     eos_ids: tuple[int, ...] = (EOS_ID,)
@@ -66,12 +62,7 @@ def active_seq_for(req: Request, seq_id: int, seq: SequenceState, vocab_size: in
         sampling_seed=req.seed,
         max_tokens=req.max_tokens,
         eos_ids=req.eos_ids,
-        temperature=req.temperature,
-        top_k=req.top_k,
-        top_p=req.top_p,
-        repetition_penalty=req.repetition_penalty,
-        frequency_penalty=req.frequency_penalty,
-        presence_penalty=req.presence_penalty,
+        **req.sampling.fields(),
         grammar_state=None if req.grammar is None else start_grammar(req.grammar, vocab_size),
         top_logprobs=req.top_logprobs,
         stop_ids=req.stop_ids,

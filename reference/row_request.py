@@ -20,18 +20,19 @@ from reference.eos_hold import eos_mask_ids
 from reference.grammar import GrammarState
 from reference.penalties import PenaltyParams, PositionKind, penalty_history_scope, penalty_params_for
 from reference.sampling import SamplingError, _check_inputs, cut_scores, processed_row
+from reference.sampling_params import SamplingParams
 from reference.sched_ctx import SamplingConfig
 from reference.state import ActiveSeq
 
 
 @dataclass(slots=True, frozen=True)
 class RowRequest:
-    """What sampling one row is given besides its logits. `greedy`: temperature 0 or the
-    scheduler's `force_temp_zero` (the argmax of the processed row, ties to the lowest id)."""
+    """What sampling one row is given besides its logits. `params`: the request's sampling (its
+    penalty strengths as asked; `pen` holds those in effect at this position); `greedy`:
+    `params.greedy` under the scheduler's `force_temp_zero` (the argmax of the processed row, ties
+    to the lowest id)."""
 
-    temperature: float
-    top_k: int
-    top_p: float
+    params: SamplingParams
     greedy: bool
     pen: PenaltyParams
     history: tuple[int, ...]  # the scoped history the penalties count
@@ -39,6 +40,18 @@ class RowRequest:
     grammar: GrammarState | None
     seed: int
     position: int  # the output position the token is for
+
+    @property
+    def temperature(self) -> float:
+        return self.params.temperature
+
+    @property
+    def top_k(self) -> int:
+        return self.params.top_k
+
+    @property
+    def top_p(self) -> float:
+        return self.params.top_p
 
 
 # A sampler under test: one token (or the refusal the per-row sampler raises) per row of logits
@@ -50,11 +63,10 @@ RowSampler = Callable[[torch.Tensor, Sequence[RowRequest]], list["int | Sampling
 def request_for(a: ActiveSeq, min_reasoning_floor: int, sampling: SamplingConfig) -> RowRequest:
     """The request the bootstrap step makes for `a`'s next token (`reference.sample_step`)."""
     pen = penalty_params_for(a, PositionKind.VERIFY, min_reasoning_floor)
+    params = SamplingParams.of(a)
     return RowRequest(
-        temperature=a.temperature,
-        top_k=a.top_k,
-        top_p=a.top_p,
-        greedy=a.temperature == 0.0 or sampling.force_temp_zero,
+        params=params,
+        greedy=params.greedy(sampling.force_temp_zero),
         pen=pen,
         history=tuple(penalty_history_scope(a.output_tokens, a.tool_call_end_token)),
         eos_mask=eos_mask_ids(a, len(a.output_tokens)),

@@ -18,6 +18,7 @@ from reference.errors import ModelError
 from reference.grammar import GrammarState
 from reference.model.protocol import Model
 from reference.penalties import PenaltyGate, PenaltyParams, apply_penalties, classify_penalties
+from reference.sampling_params import is_greedy
 from reference.sched_ctx import SamplingConfig
 
 _M32 = 0xFFFFFFFF
@@ -194,7 +195,7 @@ def sample_token_with_grammar(
     _check_inputs(row_logits, vocab, temperature, top_k, top_p)
     row = processed_row(row_logits, eos_mask, grammar_state, pen, history)
     key = DecisionKey(seq_id, position, "token")
-    if temperature == 0.0 or sampling.force_temp_zero:
+    if is_greedy(temperature, sampling.force_temp_zero):
         neutral = classify_penalties(pen) is PenaltyGate.NEUTRAL
         if sampling.fast_greedy_grammar and neutral and not eos_mask:
             return observe(key, row, model.argmax_on_device(row))

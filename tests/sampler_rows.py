@@ -12,6 +12,7 @@ import torch
 from reference.penalties import PenaltyParams
 from reference.row_request import RowRequest, kept_scores
 from reference.sampling import SamplingError
+from reference.sampling_params import SamplingParams
 
 V = 24
 NEUTRAL = PenaltyParams()
@@ -19,8 +20,9 @@ NEUTRAL = PenaltyParams()
 
 def request(seed: int = 0, **kw: object) -> RowRequest:
     """A sampled request (temperature 1, no cut, no penalty) with `kw` in place."""
-    base = RowRequest(1.0, 0, 1.0, False, NEUTRAL, (), (), None, seed, 3)
-    return replace(base, **kw)  # type: ignore[arg-type]
+    params = {k: kw.pop(k) for k in ("temperature", "top_k", "top_p") if k in kw}
+    base = RowRequest(SamplingParams(temperature=1.0), False, NEUTRAL, (), (), None, seed, 3)
+    return replace(base, params=replace(base.params, **params), **kw)  # type: ignore[arg-type]
 
 
 def grid_row(rng: random.Random, vocab: int = V) -> torch.Tensor:
@@ -43,9 +45,11 @@ def random_request(rng: random.Random, row: torch.Tensor, seed: int) -> RowReque
     for t in (*eos, *pen.banned_ids):
         row[t] = float(row.max()) + 2.0
     return RowRequest(
-        temperature=rng.choice([0.3, 0.6, 1.0, 1.7]),
-        top_k=rng.choice([0, 0, 1, 3, 8, 40]),
-        top_p=rng.choice([1.0, 0.9, 0.6, 0.3]),
+        params=SamplingParams(
+            temperature=rng.choice([0.3, 0.6, 1.0, 1.7]),
+            top_k=rng.choice([0, 0, 1, 3, 8, 40]),
+            top_p=rng.choice([1.0, 0.9, 0.6, 0.3]),
+        ),
         greedy=rng.random() < 0.15,
         pen=pen,
         history=history,

@@ -75,7 +75,7 @@ def refused_row_taken(spec: WorldSpec) -> str | None:
     if fault is None or fault.op != "decode_batch" or not spec.step.mtp_boot_argmax:
         return None
     s = spec.seqs[fault.row]
-    greedy = s.temperature == 0.0 or spec.step.force_temp_zero
+    greedy = s.sampling.greedy(spec.step.force_temp_zero)
     return fault.kind if greedy and replace(s, temperature=0.0) == eligible(s) else None
 
 

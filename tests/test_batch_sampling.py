@@ -26,6 +26,7 @@ from reference.grammar import GrammarState, start_grammar
 from reference.logprobs import extract_single_logprobs
 from reference.penalties import PenaltyParams
 from reference.sampling import gumbel_noise, sample_token_with_grammar
+from reference.sampling_params import is_greedy
 from reference.sched_ctx import SamplingConfig
 from tests.row_models import ArgmaxModel
 
@@ -135,7 +136,7 @@ def request(j: int, c: RowCase, sampling: SamplingConfig, vocab: int) -> SampleR
         temperature=c.temperature,
         top_k=c.top_k,
         top_p=c.top_p,
-        greedy=c.temperature == 0.0 or sampling.force_temp_zero,
+        greedy=is_greedy(c.temperature, sampling.force_temp_zero),
         processing=RowProcessing(c.pen, c.history, c.eos_mask, c.grammar),
         seed=c.seed,
         position=c.position,

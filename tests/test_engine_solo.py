@@ -13,6 +13,7 @@ from reference.engine import Engine, abort, drain, engine_step, submit
 from reference.grammar import EBNF_LIST, JSON_PERSON, REGEX_EMAIL
 from reference.model.config import ModelConfig
 from reference.request import Request
+from reference.sampling_params import SamplingParams
 from reference.sched_ctx import LogitsContext, SchedCtx, Watchdog
 from reference.solo import solo_decode
 from reference.step import step_mtp_bootstrap_per_seq
@@ -26,14 +27,32 @@ SCRATCH = ("hidden_states", "stash", "mtp_hidden_in")
 BOOTSTRAPS = {"per-seq": step_mtp_bootstrap_per_seq, "dispatch": step_mtp_bootstrap}
 MIX = (
     Request((5, 6, 7, 8, 9, 10, 11), 20, seed=1),
-    Request((12,), 14, temperature=1.0, top_k=40, seed=2, top_logprobs=2),
-    Request((13, 14, 15), 24, temperature=0.7, top_p=0.9, repetition_penalty=1.3, frequency_penalty=0.4, seed=3),
-    Request((20, 21, 22, 23, 24), 30, grammar=JSON_PERSON, temperature=1.0, seed=4, ssm=False),
+    Request((12,), 14, seed=2, top_logprobs=2, sampling=SamplingParams(temperature=1.0, top_k=40)),
+    Request(
+        (13, 14, 15),
+        24,
+        seed=3,
+        sampling=SamplingParams(temperature=0.7, top_p=0.9, repetition_penalty=1.3, frequency_penalty=0.4),
+    ),
+    Request((20, 21, 22, 23, 24), 30, grammar=JSON_PERSON, seed=4, ssm=False, sampling=SamplingParams(temperature=1.0)),
     Request((25,), 20, grammar=REGEX_EMAIL, eos_ids=(), seed=5),
-    Request((30, 31, 32, 33, 34, 35), 12, min_tokens=6, temperature=5.0, seed=6, ssm=False),
-    Request((36, 37), 25, grammar=EBNF_LIST, temperature=0.5, seed=7, top_logprobs=0),
-    Request((38, 39, 40), 16, temperature=1.0, presence_penalty=0.8, tool_call_end_token=TOOL_CALL_END_ID, seed=8),
-    Request((41, 42), 16, temperature=1.0, reasoning_end_token=REASONING_END_ID, min_tokens=2, seed=9),
+    Request((30, 31, 32, 33, 34, 35), 12, min_tokens=6, seed=6, ssm=False, sampling=SamplingParams(temperature=5.0)),
+    Request((36, 37), 25, grammar=EBNF_LIST, seed=7, top_logprobs=0, sampling=SamplingParams(temperature=0.5)),
+    Request(
+        (38, 39, 40),
+        16,
+        tool_call_end_token=TOOL_CALL_END_ID,
+        seed=8,
+        sampling=SamplingParams(temperature=1.0, presence_penalty=0.8),
+    ),
+    Request(
+        (41, 42),
+        16,
+        reasoning_end_token=REASONING_END_ID,
+        min_tokens=2,
+        seed=9,
+        sampling=SamplingParams(temperature=1.0),
+    ),
 )
 
 

@@ -24,6 +24,7 @@ from properties.sampling.statistics import (
 from reference.penalties import PenaltyParams
 from reference.row_request import RowRequest, distribution
 from reference.sampling import SamplingError, processed_row, sample_token_with_grammar
+from reference.sampling_params import SamplingParams
 from reference.sched_ctx import SamplingConfig
 from tests.row_models import ArgmaxModel
 
@@ -41,10 +42,13 @@ TEXTBOOK = [
 
 
 def request(**kw: object) -> RowRequest:
+    params = SamplingParams(
+        temperature=float(kw.pop("temperature", 1.0)),  # type: ignore[arg-type]
+        top_k=int(kw.pop("top_k", 0)),  # type: ignore[call-overload]
+        top_p=float(kw.pop("top_p", 1.0)),  # type: ignore[arg-type]
+    )
     base = dict(
-        temperature=1.0,
-        top_k=0,
-        top_p=1.0,
+        params=params,
         greedy=False,
         pen=PenaltyParams(),
         history=(),

@@ -18,6 +18,7 @@ from reference.model.kernels import bits_equal
 from reference.model.model import TinyMtpModel
 from reference.model.paged_kv import BlockAllocator
 from reference.request import Request
+from reference.sampling_params import SamplingParams
 from reference.sched_ctx import LogitsContext, SchedCtx
 from reference.solo import SoloResult, solo_decode
 from reference.state import FinishReason, SequenceState
@@ -32,13 +33,9 @@ GREEDY = Request(PROMPT, 12, seed=1)
 SAMPLED = Request(
     PROMPT,
     12,
-    temperature=1.0,
-    top_k=40,
-    top_p=0.9,
-    repetition_penalty=1.3,
-    presence_penalty=0.5,
     top_logprobs=3,
     seed=7,
+    sampling=SamplingParams(temperature=1.0, top_k=40, top_p=0.9, repetition_penalty=1.3, presence_penalty=0.5),
 )
 
 
@@ -145,7 +142,7 @@ def test_a_held_eos_is_not_accepted_as_a_finish(base: TinyMtpModel) -> None:
 
 
 def test_grammar_finishes_inside_the_accepted_run(base: TinyMtpModel) -> None:
-    req = Request(PROMPT, 30, grammar=REGEX_EMAIL, eos_ids=(), temperature=1.0, seed=3)
+    req = Request(PROMPT, 30, grammar=REGEX_EMAIL, eos_ids=(), seed=3, sampling=SamplingParams(temperature=1.0))
     want = solo_for[0] = solo(base, req)
     assert want.finish_reason is FinishReason.GRAMMAR
     eng = started(base, req)

@@ -183,9 +183,7 @@ def explain_token(
     the two rows, each side's records at the position, and the request's sampling parameters."""
     slot = 0  # the view holds one sequence
     impl_token = impl.token()
-    seq = SimpleNamespace(
-        seq=SimpleNamespace(slot_idx=slot), temperature=req.temperature, repetition_penalty=req.repetition_penalty
-    )
+    seq = SimpleNamespace(seq=SimpleNamespace(slot_idx=slot), **req.sampling.fields())
     view = SimpleNamespace(
         spec=spec,
         before=SimpleNamespace(active=[seq], verify_ctx=verify_ctx),

@@ -11,6 +11,7 @@ from typing import Any
 from properties.worlds.grammars import SPECS as GRAMMAR_SPECS
 from properties.worlds.specs import FaultSpec, ModelSpec, StepSpec, changed_fields
 from reference.request import Request
+from reference.sampling_params import SamplingParams
 from reference.vocab import EOS_ID, REASONING_END_ID, TOOL_CALL_END_ID
 
 
@@ -44,6 +45,11 @@ class RequestSpec:
     seed: int = 0
     ssm: bool = True
 
+    @property
+    def sampling(self) -> SamplingParams:
+        """The request's sampling parameters, as the one record (`reference.sampling_params`)."""
+        return SamplingParams(self.temperature, self.top_k, self.top_p, self.repetition, self.frequency, self.presence)
+
     def request(self, max_seq_len: int) -> Request:
         """The reference request; max_tokens is cut so the request fits in `max_seq_len` (prompts
         longer than max_seq_len - 1 are cut too)."""
@@ -51,12 +57,7 @@ class RequestSpec:
         return Request(
             prompt=prompt,
             max_tokens=max(1, min(self.max_tokens, max_seq_len - len(prompt))),
-            temperature=self.temperature,
-            top_k=self.top_k,
-            top_p=self.top_p,
-            repetition_penalty=self.repetition,
-            frequency_penalty=self.frequency,
-            presence_penalty=self.presence,
+            sampling=self.sampling,
             grammar=None if self.grammar is None else GRAMMAR_SPECS[self.grammar],
             min_tokens=self.min_tokens,
             eos_ids=(EOS_ID, *self.eos_ids) if self.eos else (),

@@ -97,7 +97,7 @@ def sampled_specs(draw: st.DrawFn, run: RunConfig) -> tuple[WorldSpec, int]:
     spec = draw(world_specs(small, step=SAMPLED_STEPS), label="world")
     index = draw(st.sampled_from(spec.bootstrap), label="sequence")
     s = spec.seqs[index]
-    if s.temperature == 0.0:
+    if s.sampling.greedy():
         s = sampled(draw, s, spec.model.exact)
         spec = dataclasses.replace(spec, seqs=(*spec.seqs[:index], s, *spec.seqs[index + 1 :]))
     return spec, index

@@ -28,6 +28,7 @@ from reference.penalties import (
     penalty_params_for,
 )
 from reference.sampling import SamplingError, processed_row
+from reference.sampling_params import SamplingParams
 from reference.spec_step import effective_drafts_under_grammar
 from reference.state import ActiveSeq
 
@@ -71,7 +72,7 @@ def eligible(a: ActiveSeq, step: StepSpec) -> bool:
     return (
         step.mtp_boot_argmax
         and step.fast_greedy_grammar
-        and (a.temperature == 0.0 or step.force_temp_zero)
+        and SamplingParams.of(a).greedy(step.force_temp_zero)
         and a.grammar_state is None
         and not presample_hold_for(a, len(a.output_tokens)).any()
         and classify_penalties(pen) == PenaltyGate.NEUTRAL

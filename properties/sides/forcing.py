@@ -15,6 +15,7 @@ from properties.tolerance import Tolerance, differing, row_difference
 from reference.decisions import Decision, DecisionKey, DecisionLog, argmax_lowest
 from reference.errors import ModelError
 from reference.sampling import processed_row
+from reference.sampling_params import SamplingParams
 from reference.state import TokenLogprobs
 
 
@@ -146,7 +147,7 @@ def _penalty_scale(sbs: SideBySide, slot: int) -> float:
 
 def _greedy(sbs: SideBySide, slot: int) -> bool:
     a = next(x for x in sbs.before.active if x.seq.slot_idx == slot)
-    return a.temperature == 0.0 or sbs.before.verify_ctx.sampling.force_temp_zero
+    return SamplingParams.of(a).greedy(sbs.before.verify_ctx.sampling.force_temp_zero)
 
 
 def _bound(sbs: SideBySide, d: Decision, slot: int, delta: float) -> tuple[float, str]:

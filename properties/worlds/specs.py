@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from reference.model.modes import DType, NumericsMode
+from reference.sampling_params import SamplingParams
 
 
 @dataclass(slots=True, frozen=True)
@@ -105,6 +106,11 @@ class SeqSpec:
     # "top_p" sets top-p to exactly the row's cumulative probability at a rank the token seed picks;
     # for a penalised row "penalty" sets its penalty where the best history token leads by a hair.
     near_tie: str = ""
+
+    @property
+    def sampling(self) -> SamplingParams:
+        """This sequence's sampling parameters, as the one record (`reference.sampling_params`)."""
+        return SamplingParams(self.temperature, self.top_k, self.top_p, self.repetition, self.frequency, self.presence)
 
 
 @dataclass(slots=True, frozen=True)
