@@ -70,11 +70,11 @@ class Tolerance:
 
     @property
     def exact(self) -> bool:
-        return self.numerics is NumericsMode.EXACT
+        return self.numerics == NumericsMode.EXACT
 
     @property
     def fast(self) -> bool:
-        return self.numerics is NumericsMode.FAST
+        return self.numerics == NumericsMode.FAST
 
     @property
     def rtol(self) -> float:

@@ -26,7 +26,7 @@ from properties.sides.mismatch import Mismatch
 from properties.sides.side_by_side import SideBySide
 from properties.worlds.specs import WorldSpec
 
-REGRESSIONS = Path(__file__).resolve().parent / "step" / "regressions"
+REGRESSIONS = Path(__file__).resolve().parent.parent / "step" / "regressions"
 
 
 def load_regression(path: Path) -> tuple[WorldSpec, str]:

@@ -59,7 +59,7 @@ class ModelSpec:
     @property
     def exact(self) -> bool:
         """Exact numerics: both sides bit for bit."""
-        return self.numerics is NumericsMode.EXACT
+        return self.numerics == NumericsMode.EXACT
 
     @property
     def ref_device(self) -> str:

@@ -150,7 +150,7 @@ class ModelConfig:
     @property
     def exact(self) -> bool:
         """Exact numerics: bit-equal across batch shapes on one device."""
-        return self.numerics is NumericsMode.EXACT
+        return self.numerics == NumericsMode.EXACT
 
     @property
     def torch_dtype(self) -> torch.dtype:
