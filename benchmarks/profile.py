@@ -36,6 +36,7 @@ import torch
 
 from benchmarks.settings import IMPL_NAMES, MIXES
 from benchmarks.step_modes import PIECE_IMPLS, StepOptions, run_timeline, run_timers, run_torch
+from properties.config import Default, RunConfig
 
 STEP_MODES = ("timers", "timeline", "torch")
 MODES = (*STEP_MODES, "example", "rounding", "kernel", "copies")
@@ -53,10 +54,8 @@ def run_example(a: argparse.Namespace) -> dict[str, Any]:
     """Where a P1 example's time goes (`benchmarks.phases.profile_examples`) at mixes up to `--max-n`."""
     from benchmarks.host_throughput import draw_specs
     from benchmarks.phases import print_examples, print_table, profile_examples
-    from properties.config import RunConfig
 
-    options = {"device": a.device, "numerics": a.numerics, "dtype": a.dtype, "max_n": a.max_n, "impl": a.impl}
-    run = RunConfig.build(options, {})
+    run = RunConfig.from_args(a, {})
     report = profile_examples(draw_specs(run, a.examples, stream=a.seed), run.impl, run.device, a.python_rows)
     head = f"{a.impl} on {a.device}, {a.numerics} {a.dtype} n <= {a.max_n}: {report['examples']} examples"
     print(f"{head}, {report['rows_per_example']:.1f} rows each, {report['examples_per_s']:.2f} examples/s, one process")
@@ -105,9 +104,9 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m benchmarks.profile", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("--mode", required=True, choices=MODES)
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p.add_argument("--impl", default=None, help=f"one of {', '.join(IMPL_NAMES)} (example, rounding: also "
-                   "module:function); default vector, for example and rounding literal")  # fmt: skip
+    # The suite's options (`properties.config.OPTION_TABLE`); the environment is not read.
+    impl = Default(None, f"vector, for example and rounding literal; the step modes run one of {', '.join(IMPL_NAMES)}")
+    RunConfig.add_arguments(p, ("device", "impl"), {"device": "cpu", "impl": impl}, env=False)
     p.add_argument("--out", type=Path, default=None, help="write the report here as JSON")
     step = p.add_argument_group("timers, timeline, torch (--n: also the copies mode's tables)")
     step.add_argument("--mix", default="greedy", choices=MIXES)
@@ -121,10 +120,9 @@ def parser() -> argparse.ArgumentParser:
     step.add_argument("--no-plan", action="store_true", help="the sampling launches the propose, never the decode")
     ex = p.add_argument_group("example, rounding")
     ex.add_argument("--examples", type=int, default=12, help="P1 examples")
-    ex.add_argument("--max-n", type=int, default=64, help="the largest mix")
-    ex.add_argument("--numerics", default="fast", choices=("exact", "fast"), help="example: numerics")
-    ex.add_argument("--dtype", default="bfloat16", help="example, rounding: dtype")
-    ex.add_argument("--reference-device", default="same", choices=("same", "cpu"), help="rounding: the reference's")
+    own = {"max_n": 64, "numerics": Default("fast", "fast; the example mode's, rounding is fast always")}
+    own |= {"dtype": "bfloat16", "reference_device": Default("same", "same; the rounding mode's")}
+    RunConfig.add_arguments(ex, ("max_n", "numerics", "dtype", "reference_device"), own, env=False)
     ex.add_argument("--seed", type=int, default=3, help="the seed the examples are drawn from")
     k = p.add_argument_group("kernel (grids: benchmarks.kernel_sweep), copies")
     k.add_argument("--kernel-rows", type=int, nargs="+", default=[8, 64, 256], help="kernel: rows of each shape")
@@ -148,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     (the message printed)."""
     a = parser().parse_args(argv)
     a.impl = a.impl or DEFAULT_IMPL.get(a.mode, "vector")
+    if a.device == "best":
+        a.device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.set_num_threads(1)
     if a.device.startswith("cuda:"):
         torch.cuda.set_device(a.device)

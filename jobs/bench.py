@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobs.session import Session, pairs, read_json
+from jobs.session import Session, pairs, read_json, suite_field
 
 SUITES = ("bootstrap", "host", "p1")
 OTHER_S = {"host": 120.0, "p1": 90.0}  # time limits of the other suites
@@ -23,7 +23,7 @@ REPORT_S = 40.0  # kept for the report
 
 @dataclass(slots=True, frozen=True)
 class BenchParams:
-    device: str = field(default="cuda", metadata={"help": "cpu, cuda or cuda:N"})
+    device: str = suite_field("cuda")
     suites: tuple[str, ...] = field(default=("bootstrap",), metadata={"help": f"among {', '.join(SUITES)}"})
     mixes: tuple[str, ...] = field(default=("mixed", "greedy"), metadata={"help": "bootstrap: mixed, greedy"})
     sizes: str = field(default="", metadata={"help": "bootstrap: batch sizes, e.g. 1,2,4 (default: the device's)"})
@@ -33,9 +33,9 @@ class BenchParams:
     repeat: int = field(default=1, metadata={"help": "bootstrap: runs of each mix, each its own process"})
     cpus: str = field(default="", metadata={"help": "bootstrap: pin the runs to these CPUs, e.g. 2,3"})
     summary_n: int = field(default=64, metadata={"help": "the batch size the summary shows"})
-    max_n: int = field(default=0, metadata={"help": "host: largest mix (0: 64)"})
-    numerics: str = field(default="", metadata={"help": "host: fast (default) or exact"})
-    reference_device: str = field(default="", metadata={"help": "host: same or cpu"})
+    max_n: int = suite_field(0, "64; the host suite's")
+    numerics: str = suite_field("", "fast; the host suite's")
+    reference_device: str = suite_field("", "same; the host suite's")
     host_workers: int = field(default=0, metadata={"help": "host: worker processes (0: one per core)"})
     host_examples: int = field(default=0, metadata={"help": "host: examples a worker (0: 20)"})
     host_mps: bool = field(default=False, metadata={"help": "host: the workers share the GPU through CUDA MPS"})

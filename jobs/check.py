@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from jobs.session import ROOT, Session, pairs, read_json
+from jobs.session import ROOT, Session, pairs, read_json, suite_field
 
 GPU_TESTS_SHARE = 0.4  # of the budget, at most, for the GPU tests
 AUTO = "auto"  # the GPU tests: every file of tests/ that marks a test `gpu`
@@ -23,14 +23,14 @@ NONE = "none"  # no GPU tests (as is `--gpu-tests` with no path)
 
 @dataclass(slots=True, frozen=True)
 class CheckParams:
-    device: str = field(default="cuda", metadata={"help": "cpu, cuda or cuda:N"})
-    numerics: str = field(default="fast", metadata={"help": "fast or exact"})
-    dtype: str = field(default="bfloat16", metadata={"help": "bfloat16, float32 or float64"})
-    impl: str = field(default="literal", metadata={"help": "literal, vector, vector-gathered or module:function"})
+    device: str = suite_field("cuda")
+    numerics: str = suite_field("fast")
+    dtype: str = suite_field("bfloat16")
+    impl: str = suite_field("literal")
     tests: tuple[str, ...] = field(default=("properties",), metadata={"help": "test paths of the property run"})
     select: str = field(default="", metadata={"help": "pytest -k expression for the property run"})
-    max_n: int = field(default=0, metadata={"help": "largest sequence mix (0: the suite's default)"})
-    reference_device: str = field(default="same", metadata={"help": "same or cpu"})
+    max_n: int = suite_field(0)
+    reference_device: str = suite_field("same")
     profile: str = field(default="ci", metadata={"help": "Hypothesis profile of the property run"})
     workers: int = field(default=0, metadata={"help": "pytest-xdist workers (0: one per core; 1: none)"})
     mps: bool = field(default=False, metadata={"help": "the workers share each GPU through CUDA MPS"})

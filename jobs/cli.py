@@ -36,12 +36,32 @@ JOBS: dict[str, Job] = {
 DEFAULT_BUDGET_S = 570.0
 
 
+def suite_options() -> Any:
+    """`properties.config` where this Python imports it, whose table (`OPTION_TABLE`) gives the jobs'
+    suite options their flags, choices and help; None where it does not: the job's own Python may lack
+    torch, which `--wheels` installs for the steps only, so a job imports nothing of the project's
+    before it parses (the options then take any value, and the steps' commands check it)."""
+    try:
+        import properties.config as config
+    except ImportError:
+        return None
+    return config
+
+
 def add_params(parser: argparse.ArgumentParser, params: type) -> None:
     """One option per field of the dataclass `params`: `--name value` (a tuple: several values; a
-    bool: `--name` / `--no-name`), its default and help from the field."""
-    hints = typing.get_type_hints(params)
+    bool: `--name` / `--no-name`), its default and help from the field; a suite option's field
+    (`jobs.session.suite_field`) takes its flag, choices and help from the suite's table
+    (`suite_options`), its default from the field, and reads no environment variable."""
+    hints, config = typing.get_type_hints(params), suite_options()
     for f in dataclasses.fields(params):
         flag, kind, help_ = f"--{f.name.replace('_', '-')}", hints[f.name], f.metadata.get("help", "")
+        if f.metadata.get("suite") and config is not None:
+            own = config.Default(f.default, f.metadata["default"])
+            config.RunConfig.add_arguments(parser, (f.name,), {f.name: own}, env=False)
+            continue
+        if f.metadata.get("suite"):
+            help_ = f"the suite's {flag} (python -m properties.run.verify --help)"
         shown = " ".join(f.default) if isinstance(f.default, tuple) else str(f.default)
         if f.default not in ("", 0, ()) and not isinstance(f.default, bool) and "default" not in help_:
             help_ = f"{help_} (default: {shown})"

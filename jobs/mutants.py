@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from jobs.session import Session, pairs
+from jobs.session import Session, pairs, suite_field
 
 MATRIX_S = 60.0  # kept for the matrix
 MAX_SUITE_S = 480.0  # the longest a mutant's suite may take by default
@@ -18,17 +18,17 @@ MAX_SUITE_S = 480.0  # the longest a mutant's suite may take by default
 
 @dataclass(slots=True, frozen=True)
 class MutantsParams:
-    device: str = field(default="cuda", metadata={"help": "cpu or cuda"})
-    numerics: str = field(default="fast", metadata={"help": "fast or exact"})
-    dtype: str = field(default="bfloat16", metadata={"help": "bfloat16, float32 or float64"})
-    impl: str = field(default="", metadata={"help": "the implementation whose catalogue runs (default literal's)"})
+    device: str = suite_field("cuda", "cuda; python -m mutants.run takes cpu or cuda")
+    numerics: str = suite_field("fast")
+    dtype: str = suite_field("bfloat16")
+    impl: str = suite_field("", "literal; the implementation whose catalogue runs")
     jobs: int = field(default=0, metadata={"help": "mutants at a time (0: one per core)"})
     mps: bool = field(default=False, metadata={"help": "the jobs share each GPU through CUDA MPS"})
-    max_n: int = field(default=16, metadata={"help": "largest sequence mix (0: the suite's)"})
+    max_n: int = suite_field(16, "16; 0: the suite's")
     timeout_s: float = field(default=0.0, metadata={"help": "seconds a mutant (0: the budget less a minute, <= 480)"})
     only: tuple[str, ...] = field(default=(), metadata={"help": "these mutant ids only"})
     subset: bool = field(default=False, metadata={"help": "one mutant per behaviour id"})
-    reference_device: str = field(default="", metadata={"help": "same or cpu"})
+    reference_device: str = suite_field("")
     keep_going: bool = field(default=False, metadata={"help": "every test against each mutant"})
     matrix: bool = field(default=False, metadata={"help": "keep going, then the measured coverage matrix"})
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from jobs.session import Session, pairs
+from jobs.session import Session, pairs, suite_field
 
 MARGIN_S = 75.0  # a round may outrun the minutes by about its length; packing the outputs takes some too
 REPORT_LINES = 15  # of nightly/report.md, in the summary
@@ -17,17 +17,17 @@ REPORT_LINES = 15  # of nightly/report.md, in the summary
 
 @dataclass(slots=True, frozen=True)
 class NightlyParams:
-    device: str = field(default="cuda", metadata={"help": "best, cuda or cpu"})
-    numerics: str = field(default="fast", metadata={"help": "fast or exact"})
-    dtype: str = field(default="", metadata={"help": "one dtype instead of the numerics' default"})
-    impl: str = field(default="", metadata={"help": "literal (default), vector, vector-gathered or module:function"})
+    device: str = suite_field("cuda", "cuda; python -m nightly takes best, cuda or cpu")
+    numerics: str = suite_field("fast")
+    dtype: str = suite_field("")
+    impl: str = suite_field("")
     tests: tuple[str, ...] = field(default=(), metadata={"help": "test paths (default: every property)"})
     minutes: float = field(default=0.0, metadata={"help": "time of the rounds (0: what the budget leaves)"})
     examples: int = field(default=0, metadata={"help": "examples per test and round (0: by minutes)"})
     workers: int = field(default=-1, metadata={"help": "xdist workers (-1: one per core; 0: in-process)"})
-    max_n: int = field(default=0, metadata={"help": "largest sequence mix (0: the suite's)"})
-    reference_device: str = field(default="", metadata={"help": "same or cpu"})
-    model: str = field(default="", metadata={"help": "small (default) or serving"})
+    max_n: int = suite_field(0)
+    reference_device: str = suite_field("")
+    model: str = suite_field("")
     mps: bool = field(default=False, metadata={"help": "share each GPU among the workers through CUDA MPS"})
     database_dir: str = field(default="", metadata={"help": "the local example database (default: the nightly's)"})
 

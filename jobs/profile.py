@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 
-from jobs.session import Session, headline, read_json
+from jobs.session import Session, headline, read_json, suite_field
 
 # benchmarks.profile's modes (tests/test_jobs.py holds the two alike): the job imports nothing of the
 # project's own, whose packages may come from the wheels it installs.
@@ -20,10 +20,10 @@ MODES = (*STEP_MODES, "example", "rounding", "kernel", "copies")
 
 @dataclass(slots=True, frozen=True)
 class ProfileParams:
-    device: str = field(default="cuda", metadata={"help": "cpu, cuda or cuda:N"})
+    device: str = suite_field("cuda")
     modes: tuple[str, ...] = field(default=("timers", "timeline", "torch"), metadata={"help": ", ".join(MODES)})
     mixes: tuple[str, ...] = field(default=("greedy", "mixed"), metadata={"help": "the step modes' mixes"})
-    impl: str = field(default="", metadata={"help": "the implementation (default: each mode's)"})
+    impl: str = suite_field("", "each mode's")
     n: int = field(default=64, metadata={"help": "the step modes' sequences"})
     steps: int = field(default=30, metadata={"help": "the step modes' measured steps"})
     profile_args: str = field(default="", metadata={"help": "further options of benchmarks.profile, quoted"})

@@ -22,8 +22,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from properties.run.stopping import Ladder, wait_or_stop
+
 ROOT = Path(__file__).resolve().parents[1]
 GRACE_S = 20.0  # from SIGINT to SIGKILL
+STOP: Ladder = ((signal.SIGINT, GRACE_S), (signal.SIGKILL, None))  # a step past its limit (`wait_or_stop`)
 MIN_STEP_S = 5.0  # a step with less time than this left is skipped
 STATUSES = ("ok", "failed", "cut", "skipped", "planned")
 EXIT = {"ok": 0, "failed": 1, "cut": 3, "planned": 0}  # exit code of the job by verdict
@@ -116,7 +119,7 @@ class Session:
             proc = subprocess.Popen(step.command, cwd=ROOT, env=self.env, stdout=f, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)  # fmt: skip
-            cut = wait_or_stop(proc, limit)
+            cut = wait_or_stop(proc, limit, STOP)
         step.rc, step.seconds = proc.returncode, time.monotonic() - t0
         step.status = "cut" if cut else ("ok" if step.rc in ok else "failed")
         step.outcome = (junit_counts(junit) if junit is not None else "") or last_line(log)
@@ -167,27 +170,6 @@ class Session:
         return EXIT[self.verdict()]
 
 
-def wait_or_stop(proc: subprocess.Popen[bytes], limit_s: float) -> bool:
-    """Wait for `proc`; past `limit_s` interrupt its process group, and kill it `GRACE_S` later.
-    True when the limit stopped it."""
-    try:
-        proc.wait(timeout=limit_s)
-        return False
-    except subprocess.TimeoutExpired:
-        pass
-    for sig, wait_s in ((signal.SIGINT, GRACE_S), (signal.SIGKILL, None)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    return True
-
-
 def child_env(site: Path | None, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment the steps run in: this one's, without pytest-xdist's worker variables (a step
     is a run of its own), with `site` (where wheels went) and the repository root first on PYTHONPATH."""
@@ -222,6 +204,14 @@ def last_line(path: Path, width: int = 160) -> str:
         return ""
     tail = next((line.strip() for line in reversed(lines) if line.strip()), "")
     return tail if len(tail) <= width else tail[: width - 3] + "..."
+
+
+def suite_field(default: Any, shown: str = "") -> Any:
+    """A job's parameter that is one of the suite's options (`properties.config.OPTION_TABLE`, named
+    as the field): its flag, choices and help come from that table (`jobs.cli.add_params`), its default
+    is the job's (`shown`: the help's words for it; "": the value, or the suite's default for "" and 0,
+    a job's "not given")."""
+    return field(default=default, metadata={"suite": True, "default": shown})
 
 
 def pairs(*items: tuple[str, object]) -> list[str]:

@@ -27,16 +27,20 @@ from mutants.apply import ApplyError, mutated_source
 from mutants.catalogue import CATALOGUE, EQUIVALENT_FOR, by_id, cover, for_impl, uncovered_ids
 from mutants.execute import Result, RunOptions, run_mutant, server_env, snapshot
 from mutants.forked import pytest_server
-from mutants.modes import DEVICES, DTYPES, NUMERICS, Mode
+from mutants.modes import DEVICES, Mode
 from mutants.order import MEMO, load_killers, record_killers, suite_tests
 from mutants.reach import applies, reached_by
 from mutants.report import summarize, write_json, write_markdown
 from mutants.spec import Mutant
+from properties.config import Default, RunConfig
 from properties.impl import short_name
 from properties.run.gpu import MpsError, cuda_mps
+from reference.model.modes import NumericsMode
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MARKDOWN = ROOT / "docs" / "mutants.md"
+SUITE_OPTIONS = ("numerics", "dtype", "device", "reference_device", "max_n", "impl")  # the suite's a run takes
+IMPL_DEFAULT = "literal; the baseline runs against the implementation, and without --only the mutants for it"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -46,18 +50,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--only", action="append", metavar="ID", help="run only this mutant (repeatable)")
     add("--subset", action="store_true", help="a deterministic subset: every behaviour id keeps --per-id mutants")
     add("--per-id", type=int, default=1, help="mutants kept per behaviour id by --subset (default 1)")
-    add("--numerics", default="exact", choices=NUMERICS, help="the suite's numerics (default exact)")
-    add("--dtype", default=None, choices=DTYPES, help="the suite's dtype (default: the suite's choice)")
-    add("--device", default="cpu", choices=DEVICES, help="cpu, or cuda: every GPU, a mutant on each")
-    add("--reference-device", default="same", choices=("same", "cpu"),
-        help="where the suite's reference step runs (cpu: with --numerics fast --device cuda)")  # fmt: skip
     add("--keep-going", action="store_true", help="run every test against each mutant (for python -m mutants.matrix)")
     add("--json", type=Path, metavar="PATH", help="write the results as JSON here")
     add("--markdown", type=Path, metavar="PATH",
         help="write the table here (default: docs/mutants.md for the whole catalogue or --subset, "
         "nowhere for --only)")  # fmt: skip
     add("--profile", default="mutants", help="Hypothesis profile (default: mutants)")
-    add("--max-n", type=int, default=None, help="largest sequence mix (default: the suite's)")
     add("--seed", type=int, default=None, help="Hypothesis seed instead of the derandomized one")
     add("--jobs", type=int, default=2, help="mutants run in parallel (default 2)")
     add("--timeout", type=float, default=300.0, help="seconds per mutant (default 300)")
@@ -68,8 +66,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--keep", action="store_true", help="keep the mutated copies (their paths go in the JSON)")
     add("--list", action="store_true", help="list the catalogue and exit")
     add("--mps", action="store_true", help="with --device cuda: the jobs share each GPU through CUDA MPS")
-    add("--impl", default=None, metavar="MODULE:FUNCTION",
-        help="run the baseline against this implementation, and (without --only) the mutants for it")  # fmt: skip
+    # The suite's options a mode is made of; the environment is not read (nor passed to the suites).
+    own = {"numerics": "exact", "device": Default("cpu", "cpu; cuda: every GPU, a mutant on each")}
+    own |= {"reference_device": "same", "impl": Default(None, IMPL_DEFAULT)}
+    RunConfig.add_arguments(p.add_argument_group("the suite's options"), SUITE_OPTIONS, own,
+                            choices={"device": DEVICES}, env=False)  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -216,11 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     missing = uncovered_ids()
     if missing:
         print(f"the catalogue names no mutant for {', '.join(missing)}", file=sys.stderr)
-    if args.reference_device == "cpu" and (args.numerics != "fast" or args.device != "cuda"):
-        print("--reference-device cpu needs --numerics fast and --device cuda", file=sys.stderr)
-        return 2
     reference = "" if args.reference_device == "same" else args.reference_device
     mode = Mode(args.numerics, args.dtype, args.device, args.subset and not args.only, args.impl, reference)
+    if mode.reference_device == "cpu" and (mode.numerics is not NumericsMode.FAST or mode.device != "cuda"):
+        print("--reference-device cpu needs --numerics fast and --device cuda", file=sys.stderr)
+        return 2
     mutants = selected(args.only, args.subset, args.per_id, args.impl)
     n_gpus = gpu_count() if mode.device == "cuda" else 0
     if mode.device == "cuda" and not n_gpus:

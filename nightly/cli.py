@@ -22,12 +22,13 @@ from nightly import outputs
 from nightly.rounds import Plan, RoundInfo, next_plan
 from nightly.runner import Job, round_file, run_round
 from nightly.spread import SHARD_BY, parse_shard
-from properties.config import DTYPES, MODEL_SIZES, RunConfig
-from properties.impl import impl_help
+from properties.config import OPTIONS, Default, RunConfig
 from properties.run.databases import describe, is_redis_url
 from properties.run.gpu import MpsError, cuda_mps
 
 COULD_NOT_RUN = (2, 3, 4, 5)  # pytest: interrupted, internal error, usage error, no tests collected
+SUITE_OPTIONS = tuple(name for name in OPTIONS if name not in ("replays", "threads"))
+DEVICES = {"device": ("best", "cuda", "cpu")}  # the rounds spread over every GPU: no cuda:N
 
 
 def parser() -> argparse.ArgumentParser:
@@ -37,14 +38,11 @@ def parser() -> argparse.ArgumentParser:
     add = p.add_argument
     add("--minutes", type=float, help="time budget: rounds until it is spent")
     add("--examples", type=int, help="examples per test and round, over all workers")
-    add("--device", default="best", choices=("best", "cuda", "cpu"), help="best (default): every GPU, else the CPU")
     add("--workers", type=int, help="xdist workers (default: one per CPU core, spread over the GPUs; 0: in-process)")
-    add("--numerics", default="exact", choices=("exact", "fast"), help="fast: bfloat16 on a GPU, near-ties certified")
-    add("--dtype", choices=DTYPES, help="one dtype instead of the numerics' default")
-    add("--max-n", type=int, help="largest sequence mix")
-    add("--impl", help=impl_help())
-    add("--reference-device", choices=("same", "cpu"), help="cpu: the reference on the CPU (fast numerics, GPU)")
-    add("--model", choices=tuple(MODEL_SIZES), help="small (default) or serving (hidden 1024)")
+    # The suite's options but where failures' replays go and the threads (the rounds set them); the
+    # environment is not read: the rounds get every setting as an option (the report's options line).
+    own = {"device": Default("best", "best: every GPU, else the CPU"), "numerics": "exact"}
+    RunConfig.add_arguments(p.add_argument_group("the suite's options"), SUITE_OPTIONS, own, choices=DEVICES, env=False)
     add("--mps", action="store_true", help="share each GPU among its workers through CUDA MPS, started for the run")
     add("--profile", default="nightly", help="Hypothesis profile (default nightly)")
     add("--out", type=Path, help="output folder, new or empty (default artifacts/nightly/<UTC time>)")
@@ -92,9 +90,7 @@ def build_job(args: argparse.Namespace, extra: list[str], argv: list[str]) -> tu
     device = "cuda" if n_gpus else "cpu"
     if args.mps and device != "cuda":
         raise ValueError("--mps shares a GPU among workers: it needs a CUDA device (--device cuda or best)")
-    given = {"device": device, "numerics": args.numerics, "dtype": args.dtype, "max_n": args.max_n}
-    given |= {"model": args.model, "reference_device": args.reference_device, "impl": args.impl}
-    run = RunConfig.build(given, {})
+    run = RunConfig.from_args(argparse.Namespace(**(vars(args) | {"device": device})), {})
     run.impl  # noqa: B018  import it now: a bad --impl is a usage error, not a failed round
     out = new_out(args.out)
     db_dir = args.database_dir.resolve()

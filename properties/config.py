@@ -6,20 +6,26 @@ size, model size, reference device, the implementation, the near-tie budget, whe
 environment (`MTP_VERIFY_<OPTION>`), then the defaults: the one place of the project that reads the
 suite's environment variables. Properties take the configuration as the `run` fixture of
 `properties.run.plugin`, jobs as an argument; nothing reads it at import time.
+
+`OPTION_TABLE` defines each option once (its flag, choices, help): `RunConfig.add_arguments` puts
+them on a command's argparse parser, the pytest plugin registers them from the same records, and
+`RunConfig.from_args` / `RunConfig.parse` turn the parsed options into a configuration.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from properties.impl import DEFAULT_IMPL, Impl, load
+from properties.impl import DEFAULT_IMPL, Impl, impl_help, load
 from properties.tolerance import Tolerance
 from reference.model.modes import DType, NumericsMode
 
@@ -37,19 +43,117 @@ MODEL_SIZES: dict[str, tuple[int, int, int] | None] = {"small": None, "serving":
 DEFAULT_MAX_N = {"cpu": 12, "cuda": 64}
 DEFAULT_FORCED_BUDGET = 0.01
 DEFAULT_REPLAYS = Path(".hypothesis") / "replays"
-# The options `build` reads, each also `MTP_VERIFY_<NAME>` in the environment.
-OPTIONS = (
-    "device",
-    "numerics",
-    "dtype",
-    "max_n",
-    "model",
-    "reference_device",
-    "impl",
-    "forced_budget",
-    "replays",
-    "threads",
+
+
+@dataclass(slots=True, frozen=True)
+class Option:
+    """One of the suite's options: `name` (the key of `RunConfig.build`), what it sets (`about`: a phrase,
+    or a function that renders one, as `--impl`'s from the registry), its values in words (`values`; ""
+    where the choices say them), its default in words, its choices (None: any value of `kind`) and the
+    type a value is read as."""
+
+    name: str
+    about: str | Callable[[], str]
+    default: str
+    values: str = ""
+    choices: tuple[str, ...] | None = None
+    kind: type = str
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag: `--max-n` for `max_n`."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def env(self) -> str:
+        """The environment variable: `MTP_VERIFY_MAX_N` for `max_n`."""
+        return ENV_PREFIX + self.name.upper()
+
+    def help(self, default: str | None = None, env: bool = True, choices: Sequence[str] | None = None) -> str:
+        """The help text: what the option sets, its values (`choices`, where a command takes fewer), its
+        default (`default`: a command's own, in words; else the suite's) and, with `env`, its variable."""
+        about = self.about() if callable(self.about) else self.about
+        about = about.replace(" (default)", "")  # the default is said once, at the end
+        values = _words(choices) if choices else (self.values or _words(self.choices or ()))
+        text = f"{about}: {values}" if values else about
+        return f"{text} (default: {self.default if default is None else default}{f'; or {self.env}' if env else ''})"
+
+    def arguments(self, default: Any = None, shown: str | None = None, env: bool = True,
+                  choices: Sequence[str] | None = None) -> dict[str, Any]:  # fmt: skip
+        """The keyword arguments of argparse's `add_argument` (and pytest's `addoption`) for this option:
+        `default` where it is not given, the help (`help`, `shown` the default's words), the choices
+        (`choices` in place of the suite's) and the type."""
+        kw: dict[str, Any] = {"default": default, "help": self.help(shown, env, choices)}
+        if choices or self.choices:
+            kw["choices"] = tuple(choices or self.choices or ())
+        else:
+            kw["metavar"] = self.name.upper()  # pytest's would be its dest's, MTP_...
+        return kw | ({"type": self.kind} if self.kind is not str else {})
+
+
+@dataclass(slots=True, frozen=True)
+class Default:
+    """A command's own default for one of the suite's options (`RunConfig.add_arguments`): the value the
+    parser gives where the option is not given, and the help's words for it (`shown`; "": the value
+    itself, or the suite's default where the value is None, "" or 0, a command's "not given")."""
+
+    value: Any
+    shown: str = ""
+
+    def words(self, option: Option) -> str:
+        """The help's words for this default of `option`."""
+        if self.shown:
+            return self.shown
+        return option.default if self.value in (None, "", 0) else str(self.value)
+
+
+_SERVING = MODEL_SIZES["serving"] or (0, 0, 0)
+# The suite's options, each defined once: `RunConfig.build` reads them (each also `MTP_VERIFY_<NAME>`
+# in the environment), `RunConfig.add_arguments` puts them on a command's parser, and the pytest plugin
+# registers them (`properties.run.plugin.pytest_addoption`), all from these records.
+OPTION_TABLE: tuple[Option, ...] = (
+    Option("device", "where the step runs", "cpu", values="cpu, cuda, cuda:N or best (cuda where one is visible)"),
+    Option(
+        "numerics",
+        "the numerics",
+        NumericsMode.EXACT.value,
+        values="exact (bit-equal) or fast (native kernels within rounding, the replay oracle)",
+        choices=NUMERICS,
+    ),
+    Option(
+        "dtype",
+        "the model's dtype",
+        "by numerics and device: exact float64 and float32 on the CPU, float32 on a GPU; fast float32 on "
+        "the CPU, bfloat16 on a GPU",
+        choices=DTYPES,
+    ),
+    Option(
+        "max_n",
+        "the largest sequence mix",
+        f"{DEFAULT_MAX_N['cpu']} on the CPU, {DEFAULT_MAX_N['cuda']} on a GPU",
+        kind=int,
+    ),
+    Option(
+        "model",
+        "the model's size",
+        "small",
+        values=f"small (hidden 32) or serving (hidden {_SERVING[0]}, vocabulary {_SERVING[2]})",
+        choices=tuple(MODEL_SIZES),
+    ),
+    Option(
+        "reference_device",
+        "where the reference step runs",
+        "same",
+        values="same, or cpu (fast numerics on a GPU only)",
+        choices=REFERENCE_DEVICES,
+    ),
+    Option("impl", impl_help, "literal"),
+    Option("forced_budget", "the share of decisions fast numerics may force", str(DEFAULT_FORCED_BUDGET), kind=float),
+    Option("replays", "where a failure's replay file goes", str(DEFAULT_REPLAYS)),
+    Option("threads", "torch intra-op threads", "1, the worlds are tiny", kind=int),
 )
+OPTION = {o.name: o for o in OPTION_TABLE}
+OPTIONS = tuple(OPTION)  # the names `build` reads
 
 
 @dataclass(slots=True, frozen=True)
@@ -76,7 +180,7 @@ class RunConfig:
     @property
     def exact(self) -> bool:
         """Exact numerics: both sides bit for bit."""
-        return self.numerics is NumericsMode.EXACT
+        return self.numerics == NumericsMode.EXACT
 
     def tolerance(self, dtype: DType | str) -> Tolerance:
         """How this run compares numbers of `dtype`."""
@@ -106,7 +210,7 @@ class RunConfig:
         on_gpu = device.startswith("cuda")
         if raw["dtype"]:
             dtypes: tuple[DType, ...] = (DType(_choice("dtype", raw["dtype"], DTYPES)),)
-        elif numerics is NumericsMode.EXACT:
+        elif numerics == NumericsMode.EXACT:
             dtypes = (DType.FLOAT32,) if on_gpu else (DType.FLOAT64, DType.FLOAT32)
         else:
             dtypes = (DType.BFLOAT16,) if on_gpu else (DType.FLOAT32,)
@@ -129,14 +233,65 @@ class RunConfig:
             threads=_number("threads", raw["threads"], int, 1),
         )
 
+    @staticmethod
+    def add_arguments(
+        parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+        only: Iterable[str] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        *,
+        choices: Mapping[str, Sequence[str]] | None = None,
+        env: bool = True,
+    ) -> None:
+        """Add the suite's options (`OPTION_TABLE`; `only`: those named, for a command that takes fewer)
+        to `parser`, each with its flag, choices and help. An option not in `defaults` parses to None where
+        it is not given, so that `from_args` takes the environment's value, and its help names its
+        variable where `env` (the command reads the environment); one in `defaults` (a value, or a
+        `Default` with the help's words for it) is the command's own, its help says so and names no
+        variable. `choices` narrows an option's values for a command that takes fewer. A ValueError
+        names what is not one of the suite's options."""
+        names, defaults, narrowed = set(OPTIONS if only is None else only), defaults or {}, choices or {}
+        unknown = (names - set(OPTIONS)) | (set(defaults) - names) | (set(narrowed) - names)
+        if unknown:
+            raise ValueError(f"not options of the suite (or not among `only`): {', '.join(sorted(unknown))}")
+        for opt in OPTION_TABLE:
+            if opt.name not in names:
+                continue
+            if opt.name in defaults:
+                given = defaults[opt.name]
+                own = given if isinstance(given, Default) else Default(given)
+                kw = opt.arguments(own.value, own.words(opt), False, narrowed.get(opt.name))
+            else:
+                kw = opt.arguments(None, None, env, narrowed.get(opt.name))
+            parser.add_argument(opt.flag, **kw)
+
+    @classmethod
+    def from_args(cls, namespace: argparse.Namespace, env: Mapping[str, str] = os.environ) -> RunConfig:
+        """The configuration the parsed options of `namespace` (`add_arguments`'s; None or absent: not
+        given) and then `env` ask for, as `build` gives it (a ValueError names the option that is wrong)."""
+        return cls.build({name: getattr(namespace, name, None) for name in OPTIONS}, env)
+
+    @classmethod
+    def parse(
+        cls, parser: argparse.ArgumentParser, argv: Sequence[str] | None = None, env: Mapping[str, str] = os.environ
+    ) -> tuple[argparse.Namespace, RunConfig]:
+        """`parser`'s options of `argv` (None: the command line) and the configuration they and `env`
+        ask for; a value `build` refuses exits as `parser.error` does (status 2, the message naming the
+        option)."""
+        args = parser.parse_args(argv)
+        try:
+            return args, cls.from_args(args, env)
+        except ValueError as e:
+            parser.error(str(e))
+
     def options(self) -> list[str]:
-        """The pytest options that give this configuration (for a job that starts pytest)."""
-        out = ["--device", self.device, "--numerics", self.numerics, "--max-n", str(self.max_n)]
-        out += ["--model", self.model, "--impl", self.impl_name, "--forced-budget", str(self.forced_budget)]
-        out += ["--replays", str(self.replays), "--threads", str(self.threads)]
-        if len(self.dtypes) == 1:
-            out += ["--dtype", self.dtypes[0]]
-        return out + (["--reference-device", self.reference_device] if self.reference_device else [])
+        """The pytest options that give this configuration (for a job that starts pytest), in the
+        order of `OPTION_TABLE`: a single dtype only, the reference device only where it is the CPU."""
+        values: dict[str, Any] = {"device": self.device, "numerics": self.numerics, "max_n": self.max_n}
+        values |= {"model": self.model, "impl": self.impl_name, "forced_budget": self.forced_budget}
+        values |= {"replays": self.replays, "threads": self.threads}
+        values |= {"dtype": self.dtypes[0] if len(self.dtypes) == 1 else None}
+        values |= {"reference_device": self.reference_device or None}
+        return [a for o in OPTION_TABLE if values[o.name] is not None for a in (o.flag, str(values[o.name]))]
 
 
 def reference_device_for(device: str, numerics: NumericsMode, raw: str) -> str:
@@ -145,11 +300,16 @@ def reference_device_for(device: str, numerics: NumericsMode, raw: str) -> str:
     raw = _choice("reference_device", raw, REFERENCE_DEVICES)
     if raw == "same" or device == "cpu":
         return ""
-    if numerics is NumericsMode.EXACT:
+    if numerics == NumericsMode.EXACT:
         raise ValueError(
             f"{_name('reference_device')}=cpu needs fast numerics: exact numerics are bit-equal on one device only"
         )
     return "cpu"
+
+
+def _words(values: Sequence[str]) -> str:
+    """`a, b or c`."""
+    return " or ".join(filter(None, (", ".join(values[:-1]), *values[-1:])))
 
 
 @functools.cache

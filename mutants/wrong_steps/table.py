@@ -21,7 +21,9 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from properties.sampling.power import write_block
+from properties.config import RunConfig
+from properties.run.doc_blocks import Block, write_block
+from reference.model.modes import NumericsMode
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "wrong-steps.md"
@@ -90,9 +92,18 @@ def merged(k: Killed) -> dict[str, int]:
     return out
 
 
-def table(results: list[Killed], mode: str) -> str:
-    """The markdown table of one mode."""
-    command = "python -m mutants.wrong_steps.table" + ("" if mode == "exact" else f" {mode}")
+def mode_of(numerics: NumericsMode, dtype: str | None) -> tuple[str, str, str]:
+    """A mode's name in its table, the options its command adds, and its block of the page: exact
+    numerics (in the suite's dtypes) are "exact", fast numerics name their options."""
+    if numerics == NumericsMode.EXACT:
+        return "exact", "", "wrong-steps-exact"
+    options = f"--numerics {numerics}" + (f" --dtype {dtype}" if dtype else "")
+    return options, options, f"wrong-steps-{numerics}-{dtype or 'default'}"
+
+
+def table(results: list[Killed], mode: str, options: str = "") -> str:
+    """The markdown table of one mode (`mode_of`'s name and options)."""
+    command = "python -m mutants.wrong_steps.table" + (f" {options}" if options else "")
     lines = [f"Mode: {mode}. Command: `{command}`.", ""]
     lines += ["| wrong step | the bug | killed by (example of the first failure) | tests failed | time |"]
     lines.append("|---|---|---|---|---:|")
@@ -106,27 +117,26 @@ def table(results: list[Killed], mode: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mutants.wrong_steps.table", description=__doc__.splitlines()[0])
-    p.add_argument("--numerics", default="exact", choices=("exact", "fast"))
-    p.add_argument("--dtype", default=None, choices=("float64", "float32", "bfloat16"))
+    # The environment is not read: the suites run without the suite's variables (`run_one`).
+    RunConfig.add_arguments(p, ("numerics", "dtype"), {"numerics": "exact"}, env=False)
     p.add_argument("--only", action="append", choices=sorted(WRONG), help="this wrong step only (repeatable)")
     p.add_argument("--workers", type=int, default=2, help="pytest-xdist workers per run (default 2)")
     p.add_argument("--json", type=Path, help="write the results here")
     p.add_argument("--write", action="store_true", help=f"put the table into {DOC.relative_to(ROOT)}")
     args = p.parse_args(argv)
-    mode = "exact" if args.numerics == "exact" else "--numerics fast" + (f" --dtype {args.dtype}" if args.dtype else "")
+    mode, options, block = mode_of(NumericsMode(args.numerics), args.dtype)
     results = []
     for name in args.only or list(WRONG):
         k = run_one(name, args.numerics, args.dtype, args.workers)
         error = f"; {k.errors[0]}" if k.errors else ""
         print(f"{name}: {len(k.killers)} of {k.tests} tests failed ({k.seconds:.0f} s){error}", flush=True)
         results.append(k)
-    text = table(results, mode)
+    text = table(results, mode, options)
     print(text)
     if args.json:
         args.json.write_text(json.dumps([asdict(k) for k in results], indent=1))
     if args.write:
-        block = "wrong-steps-" + ("exact" if args.numerics == "exact" else f"fast-{args.dtype or 'default'}")
-        write_block(DOC, block, text)
+        write_block(DOC, Block(block, "python -m mutants.wrong_steps.table --write"), text)
     return 0 if all(k.killers and not k.errors for k in results) else 1
 
 

@@ -31,37 +31,32 @@ from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 from properties import counters
 from properties.checks.forced_budget import over_budget
-from properties.config import OPTIONS, RunConfig, option_or_env
-from properties.impl import impl_help
+from properties.config import OPTION_TABLE, OPTIONS, RunConfig, option_or_env
 from properties.run.databases import developer_database, nightly_database
 from properties.run.gpu import pinned_device
 from properties.run.shard_budget import COUNTS_PROPERTY as BUDGET_COUNTS
-from properties.run.shard_budget import ShardBudget, property_of
-from properties.run.shards import start_case
+from properties.run.shard_budget import ShardBudget
+from properties.run.shards import property_of, start_case
 
 RUN_KEY = pytest.StashKey[RunConfig]()
 SLOW_CHECKS = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example]
 QUICK_EXAMPLES = 4  # the `quick` profile's examples a property: a smoke run of every test
-HELP = {
-    "device": "cpu, cuda, cuda:N or best (default: cpu)",
-    "numerics": "exact (bit-equal, the default) or fast (the replay oracle)",
-    "dtype": "float64, float32 or bfloat16 (default: by numerics and device)",
-    "max_n": "largest sequence mix (default 12 on the CPU, 64 on a GPU)",
-    "model": "small (default; hidden 32) or serving (hidden 1024, vocab 129280)",
-    "reference_device": "where the reference step runs: same (default) or cpu (fast numerics on a GPU only)",
-    "impl": impl_help(),
-    "forced_budget": "the share of decisions fast numerics may force (default 0.01)",
-    "replays": "where a failure's replay file goes (default .hypothesis/replays)",
-    "threads": "torch intra-op threads (default 1: the worlds are tiny)",
+# The plugin's own options besides the suite's (`properties.config.OPTION_TABLE`): the example database.
+DATABASE_HELP = {
     "example_db": "the nightly example database: a directory or a redis:// URL (default .hypothesis/nightly)",
     "example_db_dir": "this host's copy of a Redis example database (default .hypothesis/nightly)",
 }
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The suite's options, from the table every command reads (`properties.config.OPTION_TABLE`: flag,
+    choices, type and help, each None where not given so that the environment applies), as `mtp_<name>`,
+    then the example database's."""
     group = parser.getgroup("mtp-verify", "the batched MTP bootstrap verification")
-    for name in (*OPTIONS, "example_db", "example_db_dir"):
-        group.addoption(f"--{name.replace('_', '-')}", dest=f"mtp_{name}", default=None, help=HELP[name])
+    for opt in OPTION_TABLE:
+        group.addoption(opt.flag, dest=f"mtp_{opt.name}", **opt.arguments())
+    for name, help_ in DATABASE_HELP.items():
+        group.addoption(f"--{name.replace('_', '-')}", dest=f"mtp_{name}", default=None, help=help_)
 
 
 def register_profiles(config: pytest.Config) -> None:
@@ -194,5 +189,6 @@ def pytest_runtest_makereport(
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
-    """Each case of a split property its own seed under a given one (`properties.run.shards.start_case`)."""
+    """Each case its seed: a runner's (the nightly's), or under `--hypothesis-seed` a split property's
+    case its own (`properties.run.shards.start_case`)."""
     start_case(item)

@@ -3,8 +3,12 @@ with a summary table.
 
     python -m properties.run.verify [--profile dev|ci|nightly|gpu] [--device best|cpu|cuda]
                                 [--numerics exact|fast] [--dtype float64|float32|bfloat16]
-                                [--max-n N] [--impl module:function] [--workers N|auto]
-                                [--mps auto|on|off] [--matrix] [-- extra pytest arguments]
+                                [--max-n N] [--impl module:function] [the suite's other options]
+                                [--workers N|auto] [--mps auto|on|off] [--matrix]
+                                [-- extra pytest arguments]
+
+The suite's options (`properties.config.OPTION_TABLE`, each also `MTP_VERIFY_<OPTION>`) go to pytest
+as given; the device is `best` unless given.
 
 The properties run on pytest-xdist workers, by default one per CPU core (the plugin pins each
 worker to one GPU and one torch thread), so a step of the tiny model on one worker overlaps the
@@ -24,8 +28,7 @@ import sys
 import pytest
 
 from properties.behaviours import matrix_text, uncovered
-from properties.config import DTYPES
-from properties.impl import impl_help
+from properties.config import OPTION_TABLE, RunConfig
 from properties.run.gpu import CONTROL, MpsError, cuda_mps
 
 GPU_WORKERS = 4  # workers per GPU under `--workers auto` on CUDA where they take turns (no MPS)
@@ -74,11 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--profile", default=None, help="Hypothesis profile (default: dev, ci under CI)")
-    parser.add_argument("--device", default="best", help="cpu, cuda, cuda:N or best (default best)")
-    parser.add_argument("--numerics", default=None, choices=("exact", "fast"))
-    parser.add_argument("--dtype", default=None, choices=DTYPES, help="model dtype (default: by numerics and device)")
-    parser.add_argument("--max-n", type=int, default=None, help="largest sequence mix")
-    parser.add_argument("--impl", default=None, help=impl_help())
+    RunConfig.add_arguments(parser.add_argument_group("the suite's options"), defaults={"device": "best"})
     parser.add_argument("--workers", default="auto", help="pytest-xdist workers, or 0 for none (default auto)")
     parser.add_argument(
         "--mps",
@@ -93,20 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         missing = uncovered()
         print(f"\nuncovered: {', '.join(missing)}" if missing else "\nevery G/B/D id is covered")
         return 1 if missing else 0
-    pytest_args = ["--pyargs", "properties", "-p", "properties.run.summary_plugin", "-q", "--device", args.device]
+    pytest_args = ["--pyargs", "properties", "-p", "properties.run.summary_plugin", "-q"]
     # This job imports `properties` (and what it imports) before pytest starts, so pytest reports
     # that it cannot rewrite the asserts of those few modules; the test modules it imports later
     # are rewritten as usual.
     pytest_args += ["-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    for flag, value in (
-        ("--hypothesis-profile", args.profile),
-        ("--numerics", args.numerics),
-        ("--dtype", args.dtype),
-        ("--max-n", args.max_n),
-        ("--impl", args.impl),
-    ):
-        if value is not None:
-            pytest_args += [flag, str(value)]
+    given = [("--hypothesis-profile", args.profile), *((o.flag, getattr(args, o.name)) for o in OPTION_TABLE)]
+    pytest_args += [str(a) for flag, value in given if value is not None for a in (flag, value)]
     pytest_args += [a for a in extra if a != "--"]
     try:
         gpus = gpus_of(args.device)

@@ -26,8 +26,9 @@ import torch
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from properties.config import RunConfig
+from properties.config import OPTION, RunConfig
 from properties.impl import load
+from properties.run.doc_blocks import Block, write_block
 from properties.sampling.draw_case import (
     DrawCase,
     Verdict,
@@ -38,12 +39,12 @@ from properties.sampling.draw_case import (
     statistical_tests,
 )
 from properties.sampling.draw_specs import draw_specs
-from properties.sampling.power import write_block
 from properties.sampling.statistics import row_alpha
 
 LEVELS = (0.1, 0.01, 0.001)
 CI_EXAMPLES = 10  # the property's examples in the ci profile (test_step_draws.examples)
 DOC = Path("docs/samplers.md")
+DEFAULT_IMPLS = ("literal", "vector", "vector-torch")  # measured without --impl
 
 
 @dataclass(slots=True)
@@ -156,18 +157,15 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m properties.sampling.draw_rates", description=__doc__.splitlines()[0])
     p.add_argument("--cases", type=int, default=50)
     p.add_argument("--first", type=int, default=0, help="the first case's index (disjoint ranges on several hosts)")
-    p.add_argument(
-        "--impl", action="append", help="an implementation (repeatable; default literal, vector, vector-torch)"
-    )
+    impls = OPTION["impl"].help(", ".join(DEFAULT_IMPLS), env=False) + "; repeatable"
+    p.add_argument("--impl", dest="impls", action="append", metavar="IMPL", help=impls)
     p.add_argument("--sampler", action="store_true", help="through each implementation's declared row sampler")
-    p.add_argument("--numerics", default="exact", choices=("exact", "fast"))
-    p.add_argument("--dtype", default=None)
-    p.add_argument("--device", default="cpu")
+    # The suite's options of the cases' worlds; the environment is not read (a table is the command's).
+    RunConfig.add_arguments(p, ("numerics", "dtype", "device"), {"numerics": "exact", "device": "cpu"}, env=False)
     p.add_argument("--jobs", type=int, default=1, help="worker processes (each a share of the cases)")
     p.add_argument("--write", action="store_true")
-    args = p.parse_args(argv)
-    run = RunConfig.build({"numerics": args.numerics, "dtype": args.dtype, "device": args.device}, {})
-    names = args.impl or ["literal", "vector", "vector-torch"]
+    args, run = RunConfig.parse(p, argv, {})
+    names = args.impls or list(DEFAULT_IMPLS)
     per = -(-args.cases // args.jobs)
     work = [
         (n, run, args.first + k * per, min(per, args.cases - k * per), args.sampler)
@@ -186,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.write:
         block = "draw-rates-" + args.numerics + ("-sampler" if args.sampler else "")
-        write_block(DOC, block, text)
+        write_block(DOC, Block(block, "python -m properties.sampling.draw_rates --write"), text)
     return 0
 
 
