@@ -2,9 +2,9 @@
 results into `DIR/benchmarks.md` and plot them (several files: their results together, as one run
 split by batch size, so that a run cut short still reports the sizes it finished).
 
-The bootstrap table goes between the markers of its device kind and mix (`bench:gpu`, `bench:cpu`,
-`bench:gpu-greedy`, `bench:cpu-greedy`), the P1 throughput table between the `bench:p1` markers; the
-rest of the page is left as it is, and a missing page or marker is created. With matplotlib
+The bootstrap table goes into the block of its device kind and mix (`bench:gpu`, `bench:cpu`,
+`bench:gpu-greedy`, `bench:cpu-greedy`; `properties.run.doc_blocks`), the P1 throughput table into
+the `bench:p1` block; the rest of the page is left as it is, and a missing page or block is created. With matplotlib
 installed (`pip install -e '.[bench]'`) the plot goes to `<out>/benchmarks.png` for the GPU's mixed
 results and `<out>/benchmarks-<key>.png` for the others.
 """
@@ -26,9 +26,10 @@ from benchmarks.tables import (
     bootstrap_table,
     p1_entries,
     p1_table,
-    replace_section,
     run_summary,
+    section,
 )
+from properties.run.doc_blocks import replace_block
 
 DOC_NAME = "benchmarks.md"
 
@@ -134,11 +135,11 @@ def write_report(results: Path | Sequence[Path], out: Path) -> list[Path]:
     written: list[Path] = []
     boot = bootstrap_sections(data, out)
     for key, body, plot in boot:
-        text = replace_section(text, key, body)
+        text = replace_block(text, section(key), body.strip(), append=True)
         written += [plot] if plot else []
     p1 = p1_section(data)
     if p1 is not None:
-        text = replace_section(text, "p1", p1)
+        text = replace_block(text, section("p1"), p1.strip(), append=True)
     if not boot and p1 is None:
         raise ValueError(f"{results}: no bootstrap or P1 benchmark results in it")
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,7 @@
 """Rows and markdown tables of pytest-benchmark JSON files (`--benchmark-json`): the bootstrap table
 (the implementations side by side per batch size), the P1 throughput table, the fully batched step
-against its targets at one batch size, and the marked sections of a page they are written into."""
+against its targets at one batch size, and the blocks of a page they are written into (`section`,
+`properties.run.doc_blocks`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.host_probe import HostSpeed, host_speed
+from properties.run.doc_blocks import Block
 
 IMPLS = ("loop", "literal", "vector")  # the implementations the tables show, in their order
 LEGACY_IMPLS = {"per_seq": "loop", "batched": "literal"}  # older results files' names, read as today's
@@ -203,21 +205,6 @@ def summary_table(found: dict[str, tuple[list[Row], dict[str, Any]]], n: int) ->
     return "\n".join(lines)
 
 
-def begin_marker(key: str) -> str:
-    return f"<!-- bench:{key}:begin (written by python -m benchmarks.report) -->"
-
-
-def end_marker(key: str) -> str:
-    return f"<!-- bench:{key}:end -->"
-
-
-def replace_section(text: str, key: str, body: str) -> str:
-    """`text` with the part between the `key` markers replaced by `body` (markers kept); the
-    section is appended when its markers are missing."""
-    begin, end = begin_marker(key), end_marker(key)
-    block = f"{begin}\n{body.strip()}\n{end}"
-    start = text.find(begin)
-    stop = text.find(end, start + len(begin)) if start >= 0 else -1
-    if start < 0 or stop < 0:
-        return text.rstrip() + "\n\n" + block + "\n"
-    return text[:start] + block + text[stop + len(end) :]
+def section(key: str, command: str = "python -m benchmarks.report") -> Block:
+    """The generated block `bench:KEY` of a benchmarks page, written by `command`."""
+    return Block(f"bench:{key}", command)

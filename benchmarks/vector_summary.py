@@ -6,8 +6,8 @@ Per mix found in the files: the medians of the per-sequence loop (`loop`), the l
 over the floor and its speedup over the loop, each against its target (`benchmarks.tables`: within
 5x of the floor with every row greedy, within 8x with every fourth row sampled, at least 100x faster
 than the loop), and how many of its rounds ran on a slowed host (`benchmarks.host_probe`; the
-verdicts use every round). Printed, and with `--doc` written between the `bench:vector-summary`
-markers of that page.
+verdicts use every round). Printed, and with `--doc` written into the `bench:vector-summary` block
+of that page (`properties.run.doc_blocks`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.tables import replace_section, rows_by_mix, summary_table
+from benchmarks.tables import rows_by_mix, section, summary_table
+from properties.run.doc_blocks import replace_block
 
-SECTION = "vector-summary"
+SECTION = section("vector-summary", "python -m benchmarks.vector_summary")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.doc is not None:
         text = args.doc.read_text() if args.doc.exists() else ""
         body = f"Batch size n = {args.n}, written by `python -m benchmarks.vector_summary`.\n\n{table}\n"
-        args.doc.write_text(replace_section(text, SECTION, body))
+        args.doc.write_text(replace_block(text, SECTION, body.strip(), append=True))
     return 0
 
 

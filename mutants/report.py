@@ -1,8 +1,8 @@
 """The mutation run's results as JSON and as the markdown table in `docs/mutants.md`.
 
-Each mode's generated part of the page sits between its two marker lines (`mutants.modes`); the
-default mode keeps the page's original markers. Everything outside a run's own markers (other
-modes' tables, notes kept by hand) is preserved when the page is regenerated."""
+Each mode's generated part of the page is a block of its own (`mutants.modes`, written by
+`properties.run.doc_blocks`); the default mode keeps the page's original block. Everything outside a
+run's own block (other modes' tables, notes kept by hand) is preserved when the page is regenerated."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mutants.execute import Result
 from mutants.modes import Mode
+from properties.run.doc_blocks import replace_block
 
 TITLE = "# Mutation self-check\n"
 
@@ -87,13 +88,10 @@ def _killer(r: Result) -> str:
     return r.reason.replace("|", "/").replace("\n", " ")[:120] if r.status != "survived" else ""
 
 
-def table(summary: Summary, results: list[Result], mode: Mode | None = None) -> str:
-    """The generated section of `mode` (the default mode when None): its markers, the summary line
-    and one row per mutant."""
+def table_body(summary: Summary, results: list[Result], mode: Mode) -> str:
+    """What `mode`'s block holds: the summary line and one row per mutant, a blank line around them."""
     s = summary
-    mode = mode or Mode()
     lines = [
-        mode.begin,
         "",
         f"**{s.killed}/{s.total} killed** ({100 * s.kill_rate:.1f} %), {s.survived} survived, {s.failed} not applied "
         f"or errored. Examples to kill, in the killing test: median {s.median_examples}, worst {s.worst_examples} "
@@ -112,7 +110,7 @@ def table(summary: Summary, results: list[Result], mode: Mode | None = None) -> 
             f"| `{r.id}` | `{r.file.removeprefix('batched/')}` | {' '.join(r.ids)} | {r.description} | {r.status} | "
             f"{_killer(r)} | {ex} | {r.examples_total} | {r.seconds:.1f} s |"
         )
-    lines += ["", mode.end]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -120,13 +118,7 @@ def write_markdown(path: Path, summary: Summary, results: list[Result], mode: Mo
     """Replace `mode`'s generated section of `path` (create the page when missing; append the
     section when the page has none for this mode), keeping the rest."""
     mode = mode or Mode()
-    generated = table(summary, results, mode)
-    text = path.read_text() if path.is_file() else TITLE + "\n" + mode.begin + "\n" + mode.end + "\n"
-    if mode.begin in text and mode.end in text.split(mode.begin, 1)[1]:
-        head, rest = text.split(mode.begin, 1)
-        tail = rest.split(mode.end, 1)[1]
-        text = head + generated + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + generated + "\n"
+    text = path.read_text() if path.is_file() else TITLE
+    text = replace_block(text, mode.block, table_body(summary, results, mode), append=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

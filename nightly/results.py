@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from nightly.spread import SHARE_SKIP
-
 PROPERTY = "nightly"  # the JUnit property carrying a test's node id, worker and counts
+SHARE_SKIP = "nightly: not this worker's share"  # the skip of a test left no share here, which the results leave out
 OUTCOMES = ("passed", "skipped", "failed", "crashed")  # from best to worst
 COUNTS = ("examples", "runs", "near_ties", "shrink_steps", "gave_up")
 CRASH = re.compile(r"worker '(\w+)' crashed while running '([^']+)'")

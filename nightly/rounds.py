@@ -2,7 +2,9 @@
 rounds, each a fresh pytest run: a short calibration round, then rounds sized from what each test
 showed so far (`next_plan`). A round of `s` seconds on `w` workers has `s x w` worker seconds to
 give out. Cheap tests (`is_capped`) get at most `CAPPED_EXAMPLES` a round; the side-by-side
-properties share the rest in equal worker time, each at its own cost an example."""
+properties share the rest in equal worker time, each at its own cost an example. A property split
+over cases (`properties.run.shards`) is planned as one test, its cases' times and examples added
+up (`property_id`), and its plan dealt over its cases as the profile's count is."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from nightly.results import Case
+from properties.run.shards import property_id
 
 CALIBRATION_EXAMPLES = 10
 CALIBRATION_PER_WORKER = 2  # the calibration round gives every worker this many examples of each test
@@ -28,8 +31,8 @@ CAPPED_EXAMPLES = 500  # per capped test and round, over every worker of the hos
 
 @dataclass(slots=True, frozen=True)
 class Plan:
-    """`max_examples` per test for one round over all workers: `tests[nodeid]`, else `default`
-    (None: the profile's own)."""
+    """`max_examples` per test for one round over all workers: `tests[property_id(nodeid)]` (a
+    split property's over all its cases), else `default` (None: the profile's own)."""
 
     default: int | None = None
     tests: dict[str, int] = field(default_factory=dict)
@@ -85,12 +88,13 @@ def is_capped(rate: Rate) -> bool:
 
 
 def rates(cases: list[Case], calibration_only: bool) -> dict[str, Rate]:
-    """Per test that ran examples: the worker seconds an example of its costliest round (a bigger
-    round costs more an example, as Hypothesis's examples grow; times `CALIBRATION_BIAS` after the
-    calibration round alone), and its side-by-side runs per example."""
+    """Per test (a split property's cases together, `property_id`) that ran examples: the worker
+    seconds an example of its costliest round (a bigger round costs more an example, as
+    Hypothesis's examples grow; times `CALIBRATION_BIAS` after the calibration round alone), and its
+    side-by-side runs per example."""
     per: dict[str, dict[int, list[float]]] = {}
     for c in cases:
-        acc = per.setdefault(c.nodeid, {}).setdefault(c.round, [0.0, 0, 0])
+        acc = per.setdefault(property_id(c.nodeid), {}).setdefault(c.round, [0.0, 0, 0])
         acc[0] += c.seconds
         acc[1] += c.examples
         acc[2] += int(c.counts.get("runs", 0))
@@ -113,11 +117,13 @@ def overhead(wall_seconds: float, cases: list[Case]) -> float:
 
 
 def exhausted(plan: Plan, cases: list[Case]) -> set[str]:
-    """The tests that ran fewer examples than `plan` gave them: Hypothesis found nothing more to
-    try (or the test failed), so more time would not have been used."""
+    """The tests (a split property's cases together, `property_id`) that ran fewer examples than
+    `plan` gave them: Hypothesis found nothing more to try (or the test failed), so more time would
+    not have been used."""
     ran: dict[str, int] = {}
     for c in cases:
-        ran[c.nodeid] = ran.get(c.nodeid, 0) + c.examples
+        key = property_id(c.nodeid)
+        ran[key] = ran.get(key, 0) + c.examples
     return {n for n, k in ran.items() if (planned := plan.for_test(n)) is not None and k < planned}
 
 

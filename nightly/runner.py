@@ -18,9 +18,10 @@ from pathlib import Path
 from nightly.rounds import Plan, RoundInfo
 from nightly.spread import Shard
 from properties.config import RunConfig
+from properties.run.stopping import Ladder, stop_group
 
 POLL_SECONDS = 0.5
-STOP_WAITS = ((signal.SIGINT, 20.0), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0))
+STOP_WAITS: Ladder = ((signal.SIGINT, 20.0), (signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0))
 # The line `properties.run.summary_plugin` prints when a test passes or fails on a worker.
 PROGRESS = re.compile(r"^\[\d+/[\d?]+\] (PASS|FAIL) ")
 
@@ -86,20 +87,6 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop the round's process group: Ctrl-C first (pytest then writes its JUnit XML), then harder,
-    each after a grace period."""
-    for sig, wait in STOP_WAITS:
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout=wait)
-            return
-        except ProcessLookupError:
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def new_lines(path: Path, offset: int) -> tuple[list[str], int]:
     """The complete lines of `path` past byte `offset`, and the offset after them."""
     with path.open("rb") as f:
@@ -132,12 +119,12 @@ def run_round(
                     echo(line)
                 if deadline is not None and time.monotonic() > deadline:
                     info.stopped = "time limit"
-                    stop(proc)
+                    stop_group(proc, STOP_WAITS)  # Ctrl-C first: pytest then writes its JUnit XML
                     break
                 time.sleep(POLL_SECONDS)
         except KeyboardInterrupt:
             info.stopped = "interrupted"
-            stop(proc)
+            stop_group(proc, STOP_WAITS)
         proc.wait()
     for line in filter(PROGRESS.match, new_lines(log, offset)[0]):
         echo(line)

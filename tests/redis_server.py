@@ -4,6 +4,7 @@ temporary folder, no persistence, stopped when done."""
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -11,9 +12,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from properties.run.stopping import Ladder, stop_group
+
 BINARY = "redis-server"
 INSTALL_HINT = "no redis-server binary (Debian: apt-get install -y redis-server)"
 READY_SECONDS = 10.0
+STOP: Ladder = ((signal.SIGTERM, 10.0), (signal.SIGKILL, None))  # a server started by `start`
 
 
 def binary() -> str | None:
@@ -50,7 +54,7 @@ def start(folder: Path, attempts: int = 3) -> tuple[subprocess.Popen[bytes], int
         cmd = [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder)]
         cmd += ["--save", "", "--appendonly", "no"]
         with (folder / f"redis-{port}.log").open("wb") as log:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + READY_SECONDS
         while time.monotonic() < deadline and proc.poll() is None:
             if answers_ping(port):
@@ -61,14 +65,8 @@ def start(folder: Path, attempts: int = 3) -> tuple[subprocess.Popen[bytes], int
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a server started by `start`."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """Stop a server started by `start` (in a process group of its own): SIGTERM, then SIGKILL."""
+    stop_group(proc, STOP)
 
 
 @contextmanager

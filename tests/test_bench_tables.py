@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.report import have_matplotlib, plot_rows
-from benchmarks.tables import begin_marker, bootstrap_rows, bootstrap_table, end_marker
+from benchmarks.tables import bootstrap_rows, bootstrap_table, section
 from benchmarks.vector_summary import main as summary_main
 
 
@@ -62,7 +62,7 @@ def test_summary_checks_the_targets_and_fills_its_markers(tmp_path: Path, capsys
         json.dumps({"benchmarks": [*three(64), *three(64, "greedy")[:2], _entry(64, "vector", 1e-3, "greedy")]})
     )
     doc = tmp_path / "page.md"
-    doc.write_text(f"top\n{begin_marker('vector-summary')}\nto be filled\n{end_marker('vector-summary')}\nbottom\n")
+    doc.write_text(f"top\n{section('vector-summary').render('to be filled')}\nbottom\n")
     assert summary_main([str(results), "--doc", str(doc)]) == 0
     out = capsys.readouterr().out
     mixed = "| mixed | test gpu | 200 ms | 4 ms | 500 µs | 100 µs | 5.0x (<= 8x: met) | 400x (>= 100x: met) | 200 | 2 |"

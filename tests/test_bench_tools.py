@@ -13,7 +13,7 @@ from benchmarks.floor import propose_passes, step_bytes, weight_bytes
 from benchmarks.opcount import count_ops
 from benchmarks.report import write_report
 from benchmarks.settings import CPU_DEFAULTS, HostConfig, host_config, parse_impls, parse_sizes, resolve
-from benchmarks.tables import begin_marker, bootstrap_rows, end_marker, fmt_time, replace_section
+from benchmarks.tables import bootstrap_rows, fmt_time, section
 from benchmarks.worlds import bench_impl, build_bench_world
 from properties.impl import load
 
@@ -105,7 +105,7 @@ def test_report_writes_table_between_markers(tmp_path: Path) -> None:
     results = tmp_path / "results.json"
     results.write_text(json.dumps(data))
     doc = tmp_path / "benchmarks.md"
-    doc.write_text(f"# B\n\nkept\n\n{begin_marker('cpu')}\nold\n{end_marker('cpu')}\n\ntail\n")
+    doc.write_text(f"# B\n\nkept\n\n{section('cpu').render('old')}\n\ntail\n")
     write_report(results, tmp_path)
     text = doc.read_text()
     assert "kept" in text and "tail" in text and "old" not in text
@@ -135,8 +135,11 @@ def test_report_merges_files_of_one_run_split_by_batch_size(tmp_path: Path) -> N
         write_report([], tmp_path)
 
 
-def test_replace_section_appends_when_missing_and_fmt_time_units() -> None:
-    text = replace_section("# B\n", "p1", "body")
-    assert text.endswith(f"{begin_marker('p1')}\nbody\n{end_marker('p1')}\n")
-    assert replace_section(text, "p1", "new").count("body") == 0
+def test_a_missing_section_is_appended_and_fmt_time_units(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"benchmarks": [_entry(2, "loop", 4e-3), _entry(2, "literal", 1e-3)]}))
+    (tmp_path / "benchmarks.md").write_text("# B\n")
+    write_report(results, tmp_path)
+    text = (tmp_path / "benchmarks.md").read_text()
+    assert text.startswith(f"# B\n\n{section('cpu').begin}\n") and text.endswith(f"{section('cpu').end}\n")
     assert [fmt_time(x) for x in (2e-6, 0.0123, 1.5, None)] == ["2 µs", "12.3 ms", "1.5 s", "-"]

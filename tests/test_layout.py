@@ -1,6 +1,7 @@
 """`properties/` is laid out by stage, and its imports point one way: a module imports only modules
 of its own stage or an earlier one. The stages, in order: the root's shared vocabulary (the run's
-configuration, the implementation registry, tolerances, behaviour ids, per-test counters), `worlds`
+configuration, the implementation registry, tolerances, behaviour ids, per-test counters, the
+Hypothesis internals every stage may need behind their version pin), `worlds`
 (what an example is), `sides` (both sides of one example, settled), `checks` (the comparators),
 `failures` (report, replay, promotion), `run` (plugin, jobs, spreading examples over workers), then
 the properties themselves (`step`, `sampling`, `generations`, `self_tests`) and the public facade
@@ -16,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROPERTIES = ROOT / "properties"
-ROOT_MODULES = {"__init__", "config", "impl", "behaviours", "counters", "tolerance", "moved"}
+ROOT_MODULES = {"__init__", "config", "impl", "behaviours", "counters", "tolerance", "moved", "hypothesis_internals"}
 STAGES = ("root", "worlds", "sides", "checks", "failures", "run", "properties")
 TOP = {"step", "sampling", "generations", "self_tests"}
 # (importer, imported): why the arrow points back.

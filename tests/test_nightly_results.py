@@ -9,9 +9,8 @@ from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
 from nightly.outputs import OUTPUT_FILES, PACKED, SECTIONS, files_section, pack, read_cases, render, verdict
-from nightly.results import add_up, parse_failure, read_round
+from nightly.results import SHARE_SKIP, add_up, parse_failure, read_round
 from nightly.rounds import Plan, RoundInfo
-from nightly.spread import SHARE_SKIP
 
 REPORT = [
     "E       AssertionError: P3 call accounting: 1 difference(s)",

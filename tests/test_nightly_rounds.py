@@ -20,6 +20,7 @@ from nightly.rounds import (
     rates,
     weighted_plan,
 )
+from properties.run.shards import shard_examples, shard_ids
 
 
 def case(nodeid: str, round_no: int, seconds: float, examples: int, runs: int = 0, worker: str = "gw0") -> Case:
@@ -86,3 +87,16 @@ def test_a_time_budget_calibrates_then_sizes_rounds_and_an_example_budget_repeat
     assert next_plan(calibration, cases, None, 20, 2, float("inf")) is None, "no time budget: one round"
     assert next_plan(calibration, cases, 10, 20, 2, 31) == (Plan(20), "20 examples per test")
     assert next_plan(calibration, cases, 10, 20, 2, 29) is None, "not enough time for another such round"
+
+
+def test_a_split_property_is_sized_as_one_test_over_its_cases() -> None:
+    """A property split over cases runs its plan dealt over them (`shard_examples`): its cases are one
+    test of the rounds, their times and examples added up, so it gets one test's time and is not
+    taken for exhausted because each case ran its part only."""
+    p9 = [f"m.py::p9[{k}]" for k in shard_ids(3)]
+    each = shard_examples(3, 10)
+    cases = [case(nodeid, 1, 2.0, each, each) for nodeid in p9] + [case("m.py::p1", 1, 2.0, 10, 10)]
+    assert rates(cases, calibration_only=False) == {"m.py::p9": Rate(6.0 / (3 * each), 1.0), "m.py::p1": Rate(0.2)}
+    assert exhausted(Plan(default=10), cases) == set()
+    assert exhausted(Plan(default=10), cases[1:]) == set(), "two of its cases already ran the plan"
+    assert exhausted(Plan(default=10), [case(p9[0], 1, 2.0, 4)]) == {"m.py::p9"}

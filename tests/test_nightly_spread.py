@@ -1,5 +1,6 @@
 """Spreading a round: every worker's share of a test's examples, its seeds, who replays the
-database, and each host's shard of the tests."""
+database, and each host's shard of the tests (`nightly.plugin` on `properties.run.shards`,
+`nightly.spread`)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,26 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from nightly.plugin import Slot, apply_plan, seed_case, worker_settings, worker_slot
+from nightly.plugin import Slot, apply_plan, replays_database, seed_case, worker_settings, worker_slot
 from nightly.rounds import Plan
-from nightly.spread import Shard, parse_shard, replays_database, select_tests, share, worker_seed
-from properties.run.shards import GIVEN_SEED, shard_ids, sharded
+from nightly.spread import Shard, parse_shard, select_tests
+from properties.hypothesis_internals import own_settings, seed_of
+from properties.run import shards
+from properties.run.shards import GIVEN_SEED, case_seed, shard_examples, shard_ids, sharded, share, start_case
 
 NODEIDS = [f"properties/test_p{i}.py::test_{c}" for i in range(1, 9) for c in "ab"]
+OPTIONS = SimpleNamespace(getoption=lambda name, default=None: default)  # a pytest config of no options
+
+
+@pytest.fixture(autouse=True)
+def running(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seed of the case running now, as the tests leave it, kept from the tests that follow."""
+    monkeypatch.setattr(shards, "RUNNING", shards.Running())
+
+
+def worker_seed(run_seed: int, host: int, round_no: int, index: int, nodeid: str) -> int:
+    """The seed of test case `nodeid` on worker `index` of `host` in round `round_no` of a run."""
+    return case_seed(Slot(index, 16, host, round_no, run_seed).given, nodeid)
 
 
 @pytest.mark.parametrize(("total", "count"), [(0, 3), (1, 16), (10, 3), (48, 16), (1000, 7)])
@@ -31,6 +46,7 @@ def test_every_worker_round_host_and_test_draws_its_own_stream() -> None:
     seeds = {worker_seed(7, h, r, k, t) for h in (0, 1) for r in (1, 2) for k in range(16) for t in ("a", "b")}
     assert len(seeds) == 2 * 2 * 16 * 2 and all(0 <= s < 2**64 for s in seeds)
     assert worker_seed(7, 0, 1, 3, "a") == worker_seed(7, 0, 1, 3, "a"), "a run seed gives the same streams"
+    assert Slot().given is None, "no run seed: Hypothesis's own random seeds"
 
 
 def test_the_slot_comes_from_xdist_and_is_the_only_one_outside_it() -> None:
@@ -49,7 +65,7 @@ def test_only_the_first_worker_replays_the_database() -> None:
 def fake_items(*tests: tuple[str, object]) -> list[SimpleNamespace]:
     """Pytest items of the (node id, function) pairs `tests`, their markers the functions' own."""
     items = [
-        SimpleNamespace(obj=fn, nodeid=nodeid, marks=list(getattr(fn, "pytestmark", [])), stash={})
+        SimpleNamespace(obj=fn, nodeid=nodeid, marks=list(getattr(fn, "pytestmark", [])), stash={}, config=OPTIONS)
         for nodeid, fn in tests
     ]
     for item in items:
@@ -60,7 +76,7 @@ def fake_items(*tests: tuple[str, object]) -> list[SimpleNamespace]:
 
 def planned(examples: int, slot: Slot) -> list[SimpleNamespace]:
     """A Hypothesis test and a plain one as pytest items, after `apply_plan` and, as each starts,
-    `seed_case`."""
+    `seed_case` and the suite's `start_case`."""
 
     @given(st.integers())
     def prop(x: int) -> None:
@@ -70,15 +86,16 @@ def planned(examples: int, slot: Slot) -> list[SimpleNamespace]:
     apply_plan(items, Plan(default=examples), slot)  # type: ignore[arg-type]
     for item in items:
         seed_case(item, slot)  # type: ignore[arg-type]
+        start_case(item)  # type: ignore[arg-type]
     return items
 
 
 def test_each_worker_runs_its_share_from_its_own_seed_and_the_first_runs_the_plain_tests() -> None:
     prop, plain = planned(3, Slot(index=0, count=2, host=1, round=2, seed=7))
     assert (prop.marks, plain.marks) == ([], [])
-    assert prop.obj._hypothesis_internal_use_settings.max_examples == 2
-    assert prop.obj._hypothesis_internal_use_seed == worker_seed(7, 1, 2, 0, "m::prop")
-    assert prop.stash[GIVEN_SEED] == prop.obj._hypothesis_internal_use_seed
+    assert own_settings(prop.obj).max_examples == 2
+    assert seed_of(prop.obj) == worker_seed(7, 1, 2, 0, "m::prop")
+    assert prop.stash[GIVEN_SEED] == seed_of(prop.obj)
     assert plain.stash[GIVEN_SEED] == worker_seed(7, 1, 2, 0, "m::plain"), "for a state machine split by hand"
     prop, plain = planned(1, Slot(index=1, count=2))
     assert len(prop.marks) == len(plain.marks) == 1, "no examples left for the second worker, nor plain tests"
@@ -109,6 +126,25 @@ def test_seed_shards_run_every_test() -> None:
     assert all(select_tests(NODEIDS, Shard(i, 4, "seeds")) == NODEIDS for i in range(4))
 
 
+def test_a_split_propertys_cases_run_on_one_host() -> None:
+    split = [f"properties/test_p9.py::test_p9[{k}]" for k in shard_ids(6)]
+    shards_of = [select_tests(NODEIDS + split, Shard(i, 5)) for i in range(5)]
+    assert [len(set(split) & set(s)) for s in shards_of].count(len(split)) == 1, "all on one host"
+    assert all(len(set(split) & set(s)) in (0, len(split)) for s in shards_of), "none on another"
+    assert sorted(n for s in shards_of for n in s) == sorted(NODEIDS + split)
+
+
+def test_a_split_property_takes_its_propertys_plan_dealt_over_its_cases() -> None:
+    @sharded(3)
+    @given(x=st.integers())
+    def prop(shard: int, x: int) -> None:
+        pass
+
+    items = fake_items(*((f"m.py::prop[{k}]", prop) for k in shard_ids(3)))
+    apply_plan(items, Plan(default=1, tests={"m.py::prop": 30}), Slot())  # type: ignore[arg-type]
+    assert own_settings(prop).max_examples == shard_examples(3, 30) == 11
+
+
 def drawn_by_cases(run_seed: int) -> list[list[bytes]]:
     """The examples each of the three cases of a split property draws in a round of one worker with
     `run_seed`, each case seeded as it starts (`seed_case`), as the nightly's pytest hooks do."""
@@ -121,13 +157,14 @@ def drawn_by_cases(run_seed: int) -> list[list[bytes]]:
     slot = Slot(seed=run_seed)
     items = fake_items(*((f"m.py::prop[{k}]", prop) for k in shard_ids(3)))
     apply_plan(items, Plan(default=12), slot)  # type: ignore[arg-type]
-    database = prop._hypothesis_internal_use_settings.database  # type: ignore[attr-defined]
+    database = own_settings(prop).database
     drawn: list[list[bytes]] = []
     for shard, item in enumerate(items):
         seed_case(item, slot)  # type: ignore[arg-type]
+        start_case(item)  # type: ignore[arg-type]
         drawn.append([])
         item.obj(shard=shard, out=drawn[-1])
-        assert prop._hypothesis_internal_use_settings.database is database, "the workers' database is kept"  # type: ignore[attr-defined]
+        assert own_settings(prop).database is database, "the workers' database is kept"
     return drawn
 
 

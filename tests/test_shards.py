@@ -18,8 +18,19 @@ from hypothesis import strategies as st
 from nightly.rounds import Plan
 from properties.config import RunConfig
 from properties.generations import test_p9_generations as p9
+from properties.hypothesis_internals import own_settings, seed_of
 from properties.run import shards
-from properties.run.shards import GIVEN_SEED, case_seed, shard_examples, shard_ids, shard_seed, sharded, start_case
+from properties.run.shards import (
+    GIVEN_SEED,
+    case_seed,
+    property_id,
+    property_of,
+    shard_examples,
+    shard_ids,
+    shard_seed,
+    sharded,
+    start_case,
+)
 
 pytest_plugins = ["pytester"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,6 +54,12 @@ def test_each_case_has_its_own_id_and_seed() -> None:
     assert shard_seed("P9 generations", 1, 5) == shard_seed("P9 generations", 1, "5"), "an option's text or int"
     assert len({case_seed(given, f"m.py::t[{k}]") for k in shard_ids(4) for given in (1, 2)}) == 8
     assert case_seed("1234", "m.py::t") == case_seed(1234, "m.py::t")
+
+
+def test_a_cases_node_id_names_its_property() -> None:
+    assert [property_of(f"m.py::t[{k}]") for k in shard_ids(2)] == ["m.py::t", "m.py::t"]
+    assert property_of("m.py::t[cpu]") is None and property_of("m.py::t") is None
+    assert property_id("m.py::t[shard2of3]") == "m.py::t" and property_id("m.py::t[cpu]") == "m.py::t[cpu]"
 
 
 SHARDED = """
@@ -141,7 +158,7 @@ def test_under_hypothesis_seed_each_case_of_a_split_property_and_only_those_take
         assert one != _drawn(_item(cases[0].nodeid, prop, "99"), 0), "another seed, other examples"
         plain = _item("m.py::plain", given(st.integers())(lambda x: None), "1234")
         start_case(plain)  # type: ignore[arg-type]
-        assert plain.obj._hypothesis_internal_use_seed is None, "a test not split keeps Hypothesis's own"
+        assert seed_of(plain.obj) is None, "a test not split keeps Hypothesis's own"
         start_case(_item("m.py::p9[shard1of6]", lambda: None, "1234", given=7))  # type: ignore[arg-type]
         assert shards.running_seed() == 7, "a runner's seed of the case comes first"
         settings.load_profile("shards-derandomized")
@@ -167,7 +184,7 @@ def profile(request: pytest.FixtureRequest) -> Iterator[bool]:
 def _p9_seeds(given: object, monkeypatch: pytest.MonkeyPatch) -> list[int | None]:
     """The seeds of P9's cases under the seed `given` to the case running now (None: none)."""
     monkeypatch.setattr(shards, "RUNNING", shards.Running(given))
-    return [getattr(p9.machine(RunConfig(), k), "_hypothesis_internal_use_seed", None) for k in range(p9.SHARDS)]
+    return [seed_of(p9.machine(RunConfig(), k)) for k in range(p9.SHARDS)]
 
 
 @pytest.mark.parametrize("profile", [True, False], indirect=True, ids=["derandomized", "random"])
@@ -198,4 +215,4 @@ def test_a_nightly_round_gives_each_case_its_part_of_the_planned_examples() -> N
 
     marker = next(m for m in prop.pytestmark if m.name == "shards")  # type: ignore[attr-defined]
     assert share_test(prop, 10, Slot(), marker.args[0])
-    assert prop._hypothesis_internal_use_settings.max_examples == shard_examples(2, 10) == 6  # type: ignore[attr-defined]
+    assert own_settings(prop).max_examples == shard_examples(2, 10) == 6

@@ -7,27 +7,20 @@ that forced 1 % of its decisions would fail or pass by how its examples fell int
 does not answer for the budget alone: each carries its counts (forced decisions, decisions) with
 its report, and the process that reports (the only one, or the xdist controller) sums the counts
 of the property's collected cases; when the last of them reports, a run over the budget fails that
-case, with the sum and every case named. Cases are known by their ids (`properties.run.shards.shard_ids`).
+case, with the sum and every case named. Cases are known by their ids (`properties.run.shards.property_of`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
 import pytest
 
 from properties.checks.forced_budget import over_budget
+from properties.run.shards import property_of
 
 COUNTS_PROPERTY = "mtp_verify_budget"  # a shard case's (forced, decisions), on its report
-CASE_ID = re.compile(r"^(?P<prop>.+)\[shard\d+of\d+\]$")
-
-
-def property_of(nodeid: str) -> str | None:
-    """The property a shard case's node id belongs to (the id without its case), None for any other."""
-    m = CASE_ID.match(nodeid)
-    return m.group("prop") if m else None
 
 
 @dataclass(slots=True)

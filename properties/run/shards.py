@@ -19,11 +19,16 @@ node id for a `@given` test, which Hypothesis's pytest plugin adds to its digest
 state machine). Under a given seed each case draws its own stream too, the same again for the same
 seed (`start_case`): the nightly's, which it derives for each worker and case (`GIVEN_SEED`), or
 `--hypothesis-seed`, which Hypothesis alone would give every case alike; a case's seed is a hash of
-the given one and its node id (`case_seed`; `shard_seed` for a state machine)."""
+the given one and its node id (`case_seed`; `shard_seed` for a state machine).
+
+This is the one way the suite spreads a property's examples: over its cases here, and over the
+workers of a nightly round (`nightly.plugin`, where every worker runs every case on its `share` of
+the case's examples, seeded by `case_seed` of the worker's own given seed)."""
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -31,23 +36,44 @@ from typing import TypeVar
 import pytest
 from hypothesis import is_hypothesis_test, seed, settings
 
+from properties.hypothesis_internals import seed_keeping_database
+
 F = TypeVar("F", bound=Callable[..., object])
+CASE_ID = re.compile(r"^(?P<prop>.+)\[shard\d+of\d+\]$")  # a case's node id (`shard_ids`)
+
+
+def share(total: int, index: int, count: int) -> int:
+    """Part `index` of `total` examples dealt over `count` parts (cases or workers): the parts
+    differ by at most one and add up to `total`. An index past the count (a worker xdist starts in
+    place of a crashed one) takes the part its index wraps to."""
+    k = index % count
+    return total // count + (1 if k < total % count else 0)
 
 
 def shard_examples(shards: int, total: int | None = None) -> int:
     """Examples per case so that `shards` cases run at least `total` (default: the loaded profile's
-    `max_examples`) different examples together. Hypothesis begins every case with the simplest
-    example (every choice its least), the same in each case, so each case past the first runs one
-    more."""
+    `max_examples`) different examples together: the largest `share`, and one more past the first
+    case, as Hypothesis begins every case with the simplest example (every choice its least)."""
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")
     total = settings().max_examples if total is None else total
-    return -(-total // shards) + (1 if shards > 1 else 0)
+    return share(total, 0, shards) + (1 if shards > 1 else 0)
 
 
 def shard_ids(shards: int) -> list[str]:
     """The cases' ids: `shard1of3`, ..."""
     return [f"shard{k + 1}of{shards}" for k in range(shards)]
+
+
+def property_of(nodeid: str) -> str | None:
+    """The property a case's node id belongs to (the id without its case), None for any other."""
+    m = CASE_ID.match(nodeid)
+    return m.group("prop") if m else None
+
+
+def property_id(nodeid: str) -> str:
+    """The property test `nodeid` runs: a case's property (`property_of`), else the test itself."""
+    return property_of(nodeid) or nodeid
 
 
 def sharded(shards: int) -> Callable[[F], F]:
@@ -84,7 +110,7 @@ def case_seed(given: object, nodeid: str) -> int:
 
 GIVEN_SEED = pytest.StashKey[int]()
 """A seed a runner gives one case, in the item's stash (the nightly's seed of a case on a worker,
-`nightly.plugin`). The runner seeds a `@given` test with it itself; a state machine split by hand
+`nightly.plugin`): `start_case` seeds a `@given` test with it; a state machine split by hand
 derives its cases' seeds from it (`running_seed`)."""
 
 
@@ -115,14 +141,17 @@ def running_seed() -> object:
 
 def start_case(item: pytest.Item) -> None:
     """Before case `item` runs (the suite plugin's `pytest_runtest_call`): note its given seed for
-    `running_seed`, and under `--hypothesis-seed` give a split `@given` case (marked `shards`) a seed
-    of its own, `case_seed(given, node id)`, through `hypothesis.seed` (which turns the database off,
-    as that option does). Tests that are not split keep Hypothesis's own use of the option; a case a
-    runner gave a seed (`GIVEN_SEED`) was seeded by the runner."""
+    `running_seed`, and seed a `@given` test from it. A runner's seed of the case (`GIVEN_SEED`)
+    seeds it as it is, keeping the example database the runner's workers share. Under
+    `--hypothesis-seed` a split `@given` case (marked `shards`) takes a seed of its own,
+    `case_seed(given, node id)`, through `hypothesis.seed` (which turns the database off, as that
+    option does); tests that are not split keep Hypothesis's own use of the option."""
     given = RUNNING.seed = given_seed(item)
     fn = getattr(item, "obj", None)
     fn = getattr(fn, "__func__", fn)
-    if given is None or GIVEN_SEED in item.stash or item.get_closest_marker("shards") is None:
+    if given is None or not is_hypothesis_test(fn):
         return
-    if is_hypothesis_test(fn):
+    if GIVEN_SEED in item.stash:
+        seed_keeping_database(fn, item.stash[GIVEN_SEED])
+    elif item.get_closest_marker("shards") is not None:
         seed(case_seed(given, item.nodeid))(fn)

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis.internal import observability
 
 from properties import counters
+from properties.hypothesis_internals import observe, stop_observing
 
 COUNTS_PROPERTY = "mtp_verify_counts"
 
@@ -134,11 +134,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    observability.OBSERVABILITY_COLLECT_COVERAGE = False
-    observability.add_observability_callback(counters.count_observation)
+    observe(counters.count_observation)
     if not is_worker(config):
         config.pluginmanager.register(Summary(config.getoption("summary_json")), "mtp-verify-summary")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    observability.remove_observability_callback(counters.count_observation)
+    stop_observing(counters.count_observation)

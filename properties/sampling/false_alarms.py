@@ -25,16 +25,17 @@ from pathlib import Path
 import torch
 
 from properties.impl import load
+from properties.run.doc_blocks import Block, write_block
 from properties.sampling.draws import ROW_DRAWS as DRAWS
 from properties.sampling.draws import check_row, inverse_cdf_sampler, reference_row_sampler
-from properties.sampling.power import ALPHA_ROWS, write_block
+from properties.sampling.power import ALPHA_ROWS
 from properties.sampling.rows import SampledRow, collect_rows
 from properties.sampling.statistics import Bins, GofResult, bins_for, goodness_of_fit, row_alpha, token_counts
 from reference.row_request import RowSampler, distribution
 
 LEVELS = (0.1, 0.05, 0.01, 1e-3, 1e-4)
 DOC = Path("docs/samplers.md")
-BLOCK = "false-alarms"
+BLOCK = Block("false-alarms", "python -m properties.sampling.false_alarms --write")
 REPORT_EVERY_S = 120.0
 
 

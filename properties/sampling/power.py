@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 
+from properties.run.doc_blocks import Block, write_block
 from properties.sampling.draws import ROW_DRAWS as DRAWS
 from properties.sampling.draws import check_row, inverse_cdf_sampler
 from properties.sampling.rows import SampledRow, collect_rows
@@ -38,7 +39,7 @@ LADDER = (0.2, 0.1, 0.05, 0.02, 0.01)
 DETECTED = 0.9  # the share of rows an error size must be detected in
 ALPHA_ROWS = 100  # the rows of a run the alpha is for: the ci profile's examples
 DOC = Path("docs/samplers.md")
-BLOCK = "power"
+BLOCK = Block("power", "python -m properties.sampling.power --write")
 
 # The probabilities a faulty sampler draws from: (row, request, δ) -> float64 [V], or None where the
 # error does not apply to the row.
@@ -213,16 +214,6 @@ def moved_table(cells: list[Cell]) -> str:
         rate = f"{sum(mine)} ({sum(mine) / len(mine):.0%})" if mine else "-"
         lines.append(f"| {label} | {len(mine)} | {rate} |")
     return "\n".join(lines)
-
-
-def write_block(path: Path, name: str, text: str) -> None:
-    """Replace what lies between `<!-- name -->` and `<!-- /name -->` in `path` with `text`."""
-    doc = path.read_text()
-    start, end = f"<!-- {name} -->", f"<!-- /{name} -->"
-    if start not in doc or end not in doc:
-        raise ValueError(f"{path} has no {start} ... {end} block")
-    head, rest = doc.split(start, 1)
-    path.write_text(f"{head}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from typing import Any
-from unittest import mock
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hypothesis.internal.conjecture.providers import HypothesisProvider
+
+from properties.hypothesis_internals import without_local_constants
 
 
 def fixed_sample(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
@@ -32,6 +32,6 @@ def fixed_sample(strategy: st.SearchStrategy[Any], count: int) -> list[Any]:
         if len(drawn) < count:
             drawn.append(value)
 
-    with mock.patch.object(HypothesisProvider, "_maybe_draw_constant", lambda *_a, **_k: None):
+    with without_local_constants():
         collect()
     return drawn
