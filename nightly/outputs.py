@@ -108,7 +108,7 @@ def failures_section(totals: dict[str, Totals], packed: bool) -> list[str]:
         lines += ["", f"### `{t.name}` ({last.outcome}; round(s) {rounds})", "", "```text", last.text, "```", ""]
         if last.replay:
             spec = last.replay.split()[0]
-            lines.append(f"- replay: `python -m properties.failures.replay {last.replay}`")
+            lines.append(f"- replay: `python -m properties.replay {last.replay}`")
             lines.append(f"- make it a regression case: `python -m properties.failures.promote {spec} --name NAME`")
         if last.reproduce:
             lines.append(f"- or in Hypothesis: decorate the test with `{last.reproduce}`")

@@ -20,6 +20,7 @@ SHARE_SKIP = "nightly: not this worker's share"  # the skip of a test left no sh
 OUTCOMES = ("passed", "skipped", "failed", "crashed")  # from best to worst
 COUNTS = ("examples", "runs", "near_ties", "shrink_steps", "gave_up")
 CRASH = re.compile(r"worker '(\w+)' crashed while running '([^']+)'")
+REPLAY_COMMAND = re.compile(r"^python3? -m [\w.]+ ")  # any replay command a report printed
 REPRODUCE = re.compile(r"@reproduce_failure\([^)]*\)")
 HYPOTHESIS_TRAILERS = ("Failing test case:", "Falsifying example:", "Falsifying explicit example:")
 MAX_LINES = 40
@@ -103,7 +104,7 @@ def parse_failure(longrepr: str, round_no: int, outcome: str) -> Failure:
         return Failure(round_no, outcome, "\n".join(longrepr.strip().splitlines()[-MAX_LINES:]), None, reproduce)
     at = next((i for i, s in enumerate(lines) if s.strip().startswith("replay: ")), None)
     if at is not None:
-        replay = lines[at].strip().removeprefix("replay: ").removeprefix("python -m properties.failures.replay ")
+        replay = REPLAY_COMMAND.sub("", lines[at].strip().removeprefix("replay: "))  # the file and its options
         body = [lines[0].split(": ", 1)[-1]] + [s.removeprefix("  ") for s in lines[1:at]]
         return Failure(round_no, outcome, "\n".join(body).rstrip(), replay, reproduce)
     end = next((i for i, s in enumerate(lines) if s.startswith(HYPOTHESIS_TRAILERS)), len(lines))

@@ -64,7 +64,7 @@ def test_a_broken_implementation_fails_at_the_first_differing_step(tmp_path: Pat
     run = run_script(SCRIPT, plain(drafts_dropped))
     assert run.failed_at == 5, "the second step: the first two requests lose their drafts before their verify"
     text = format_generation_report("P9 generations", run.pair, run.mismatches)
-    assert "difference(s) at engine step" in text and "replay: python -m properties.generations.replay" in text
+    assert "difference(s) at engine step" in text and "replay: python -m properties.replay" in text
     assert any(m.field.startswith("step: ") or m.field == "pending_drafts" for m in run.mismatches)
 
 

@@ -108,7 +108,7 @@ def test_the_report_names_each_failure_with_the_commands_that_replay_and_promote
     text = render(META, rounds, totals, {"gw0": {"examples": 3, "seconds": 1.0}}, ["n=2", "n=1"], tmp_path)
     assert text.startswith("# Nightly equivalence run: FAIL") and all(f"\n{s}\n" in text for s in SECTIONS)
     assert "### `test_b` (failed; round(s) 1)" in text and "\nP3 call accounting: 1 difference(s)\n" in text
-    assert "`python -m properties.failures.replay /runs/out/replays/1eb207ef885a4953.json`" in text
+    assert "`python -m properties.replay /runs/out/replays/1eb207ef885a4953.json`" in text
     assert "`python -m properties.failures.promote /runs/out/replays/1eb207ef885a4953.json --name NAME`" in text
     assert "| `test_b` | **FAIL** | 3 | 3 | 1 (0.1) | 1 |" in text
     assert "Examples per path: n=2 (1)." in text and "Not reached: n=1." in text

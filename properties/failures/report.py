@@ -29,10 +29,14 @@ def save_replay(spec: WorldSpec, folder: Path) -> Path:
     return save_json(spec.to_json(), folder)
 
 
-def replay_command(path: Path, impl: str, module: str = "properties.failures.replay") -> str:
-    """The command that replays `path` with `module`, naming the implementation when not the default."""
+REPLAY_COMMAND = "python -m properties.replay"  # the one command for every kind of replay file
+
+
+def replay_command(path: Path, impl: str) -> str:
+    """The command that replays `path` (`properties.replay`, any kind of file), naming the
+    implementation when not the default."""
     extra = f" --impl {impl}" if canonical(impl) != DEFAULT_IMPL else ""
-    return f"python -m {module} {path}{extra}"
+    return f"{REPLAY_COMMAND} {path}{extra}"
 
 
 def first_differences(mismatches: list[Mismatch], owner: str, sides: tuple[str, str], run: str) -> list[str]:

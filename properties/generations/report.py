@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from properties.failures.report import first_differences, save_json
-from properties.failures.report import replay_command as report_replay_command
+from properties.failures.report import first_differences, replay_command, save_json
 from properties.generations.pair import EnginePair
 from properties.generations.spec import Script
 from properties.sides.mismatch import Mismatch
@@ -17,10 +16,6 @@ from properties.worlds.specs import changed_fields
 def save_script(script: Script, folder: Path) -> Path:
     """Write the script as JSON under `folder`; the file name is its content hash."""
     return save_json(script.to_json(), folder, "generation-")
-
-
-def replay_command(path: Path, impl: str) -> str:
-    return report_replay_command(path, impl, "properties.generations.replay")
 
 
 def format_generation_report(title: str, pair: EnginePair, mismatches: list[Mismatch]) -> str:
@@ -51,6 +46,6 @@ def format_generation_report(title: str, pair: EnginePair, mismatches: list[Mism
         f"{s.faults_fired} faults fired, D1 entries open: {sorted(pair.open_d1)}",
         "",
         f"replay: {replay_command(path, pair.impl.name)}",
-        f"promote: python -m properties.generations.promote {path} --name NAME --note 'what it caught'",
+        f"promote: python -m properties.promote {path} --name NAME --note 'what it caught'",
     ]
     return "\n".join(lines)

@@ -28,7 +28,6 @@ from properties.sampling.draw_case import collect_case, judge, report, sampler_c
 from properties.sampling.draw_specs import draw_specs
 from properties.sampling.statistics import row_alpha
 
-REPLAY = "properties.sampling.test_step_draws"
 SEEDS = st.integers(0, 2**63 - 1)
 NO_SAMPLER = "no declared row sampler: the step's own draws are test_step_draws'"
 
@@ -45,9 +44,7 @@ def check_sampler(impl: Impl, run: RunConfig, data: st.DataObject) -> None:
     verdict = judge(case, collect_case(case, impl))
     if not verdict.passed:
         path = save_json(case.to_json(), run.replays, prefix="sampler-")
-        raise AssertionError(
-            report(case, f"the row sampler of {impl.name}", verdict, replay_command(path, impl.name, REPLAY))
-        )
+        raise AssertionError(report(case, f"the row sampler of {impl.name}", verdict, replay_command(path, impl.name)))
 
 
 @settings(max_examples=examples())

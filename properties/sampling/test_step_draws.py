@@ -31,7 +31,6 @@ from properties.sampling.draw_case import DrawCase, calls_for, collect_case, jud
 from properties.sampling.draw_specs import draw_specs
 from properties.sampling.statistics import row_alpha
 
-MODULE = "properties.sampling.test_step_draws"
 SEEDS = st.integers(0, 2**63 - 1)
 
 
@@ -51,7 +50,7 @@ def test_the_steps_own_draws_follow_the_reference(run: RunConfig, data: st.DataO
     verdict = judge(case, collect_case(case, impl))
     if not verdict.passed:
         path = save_json(case.to_json(), run.replays, prefix="draws-")
-        raise AssertionError(report(case, impl.name, verdict, replay_command(path, impl.name, MODULE)))
+        raise AssertionError(report(case, impl.name, verdict, replay_command(path, impl.name)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     if verdict.passed:
         print(f"replay: no alarm ({verdict.draws} draws)")
         return 0
-    print(report(case, impl.name, verdict, replay_command(args.case, args.impl, MODULE)))
+    print(report(case, impl.name, verdict, replay_command(args.case, args.impl)))
     return 1
 
 
