@@ -10,12 +10,9 @@ the kind is read from the file as `python -m properties.replay` reads it. A case
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import sys
 from pathlib import Path
 
-from properties.replay import kind_of
+from properties.replay import forward, kind_of
 
 PROMOTES = {
     "properties.failures.replay": "properties.failures.promote",
@@ -23,22 +20,18 @@ PROMOTES = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m properties.promote", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("file", type=Path, help="a replay file a report named")
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help="options of the kind's promote (--name, --note, ...)")
-    args = parser.parse_args(argv)
-    try:
-        what, replay = kind_of(args.file)
-    except ValueError as e:
-        print(e, file=sys.stderr)
-        return 2
+def promote_of(path: Path) -> str:
+    """The promote module of `path`'s kind; ValueError for a file that is no replay or not promoted."""
+    what, replay = kind_of(path)
     if replay not in PROMOTES:
-        print(f"{args.file}: {what} is not promoted; `python -m properties.replay {args.file}` checks it", file=sys.stderr)
-        return 2
-    return int(importlib.import_module(PROMOTES[replay]).main([str(args.file), *args.rest]))
+        raise ValueError(f"{path}: {what} is not promoted; `python -m properties.replay {path}` checks it")
+    return PROMOTES[replay]
+
+
+def main(argv: list[str] | None = None) -> int:
+    return forward(
+        argv, "python -m properties.promote", __doc__, promote_of, "options of the kind's promote (--name, ...)"
+    )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import argparse
 import importlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 # What a file's top level holds, and the replay that reads it; anything else is a step's world.
@@ -37,19 +38,31 @@ def kind_of(path: Path) -> tuple[str, str]:
     return next(((what, module) for key, what, module in KINDS if key in data), STEP)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m properties.replay", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+def forward(
+    argv: list[str] | None, prog: str, doc: str | None, module_for: Callable[[Path], str], rest_help: str
+) -> int:
+    """A command that reads FILE and hands it, with the options after it, to the `main` of the module
+    `module_for(FILE)` names; exit 2 with its message where `module_for` raises ValueError."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path, help="a replay or regression file a report named")
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help="options of the kind's replay (--impl, --device)")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help=rest_help)
     args = parser.parse_args(argv)
     try:
-        _, module = kind_of(args.file)
+        module = module_for(args.file)
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2
     return int(importlib.import_module(module).main([str(args.file), *args.rest]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    return forward(
+        argv,
+        "python -m properties.replay",
+        __doc__,
+        lambda f: kind_of(f)[1],
+        "options of the kind's replay (--impl, --device)",
+    )
 
 
 if __name__ == "__main__":
